@@ -1,0 +1,288 @@
+"""TeamVaultClient: one method per Team Vault REST endpoint, for one tool call.
+
+A client lives exactly as long as one tool call: it owns the call's HTTP session,
+its budget, its cancel token and its Idempotency-Key (one UUID for every write
+request of the call, identical on every attempt). Each request runs through the
+retry loop. HTTP answers become values or :mod:`teamvault_mcp.errors`; the
+endpoints and shapes are those of teamvault-api.md §3, §4 and §9.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from teamvault_mcp.errors import (
+    HTTPStatusError,
+    KeyInUseError,
+    TeamVaultError,
+    UnexpectedAnswerError,
+)
+from teamvault_mcp.http import Answer, CancelToken, HttpSession
+from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VaultFile:
+    """A file record from the server (the fields every endpoint returns; others are ignored)."""
+
+    id: str
+    path: str
+    file_type: str  # "TEXT" or "BINARY"
+    size: int | None  # the server sends a decimal string
+    content_hash: str | None = None
+    mime_type: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VaultFile:
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("path"), str):
+            raise ValueError("a file record needs string 'id' and 'path'")
+        return cls(
+            id=raw["id"],
+            path=raw["path"],
+            file_type=str(raw.get("fileType") or "TEXT"),
+            size=_size(raw.get("size")),
+            content_hash=raw.get("contentHash"),
+            mime_type=raw.get("mimeType"),
+        )
+
+
+def _size(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class TeamVaultClient:
+    """The Team Vault REST API as seen by one tool call."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        budget: Budget,
+        token: CancelToken,
+        clock: Clock,
+        policy: RetryPolicy,
+    ) -> None:
+        self._base_url = base_url
+        self._api_key = api_key
+        self._budget = budget
+        self._token = token
+        self._clock = clock
+        self._policy = policy
+        self._http = HttpSession(token)
+        self.idempotency_key = str(uuid.uuid4())
+        #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
+        self.replayed = False
+
+    def __repr__(self) -> str:
+        return f"TeamVaultClient({self._base_url!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- endpoints -------------------------------------------------------------------------------
+
+    def whoami(self) -> dict[str, Any]:
+        user = self._json("GET", "/api/auth/me").get("user")
+        if not isinstance(user, dict):
+            raise self._unexpected("GET", "/api/auth/me", "no 'user' object")
+        return user
+
+    def list_projects(self) -> list[dict[str, Any]]:
+        projects = self._json("GET", "/api/projects").get("projects")
+        if not isinstance(projects, list):
+            raise self._unexpected("GET", "/api/projects", "no 'projects' list")
+        return [p for p in projects if isinstance(p, dict)]
+
+    def list_files(self, project_id: str, *, path: str | None = None, prefix: str | None = None) -> list[VaultFile]:
+        """Live files of a project; ``path`` selects at most one, ``prefix`` a subtree (server-side)."""
+        params = {key: value for key, value in (("path", path), ("prefix", prefix)) if value}
+        api_path = f"{_project(project_id)}/files"
+        body = self._json("GET", api_path, params=params)
+        records = body.get("files")
+        if not isinstance(records, list):
+            raise self._unexpected("GET", api_path, "no 'files' list")
+        try:
+            return [VaultFile.from_json(record) for record in records]
+        except ValueError as exc:
+            raise self._unexpected("GET", api_path, str(exc)) from exc
+
+    def find_file(self, project_id: str, stored_path: str) -> VaultFile | None:
+        """The live file at ``stored_path`` (already in stored form), or None."""
+        # An old server may ignore `path=` and list everything: match exactly on our side.
+        for file in self.list_files(project_id, path=stored_path):
+            if file.path == stored_path:
+                return file
+        return None
+
+    def download(self, project_id: str, file_id: str) -> bytes:
+        return self._request("GET", _file(project_id, file_id)).body
+
+    def create_file(self, project_id: str, path: str, content: bytes, mime_type: str) -> VaultFile:
+        """``POST /files`` (multipart). 409 ``path_exists`` if a live file is there already."""
+        filename = path.rsplit("/", 1)[-1]
+        return self._file_answer(
+            "POST",
+            f"{_project(project_id)}/files",
+            write=True,
+            data={"path": path},
+            files={"file": (filename, content, mime_type)},
+        )
+
+    def replace_content(self, project_id: str, file_id: str, content: bytes) -> VaultFile:
+        """``PUT /files/:id`` with the raw bytes; the file keeps its type and mime type."""
+        return self._file_answer(
+            "PUT",
+            _file(project_id, file_id),
+            write=True,
+            data=content,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+
+    def move_file(self, project_id: str, file_id: str, new_path: str) -> dict[str, Any]:
+        api_path = _file(project_id, file_id)
+        moved = self._json(
+            "PATCH",
+            api_path,
+            write=True,
+            data=json.dumps({"newPath": new_path}).encode(),
+            headers={"Content-Type": "application/json"},
+        ).get("file")
+        if not isinstance(moved, dict):
+            raise self._unexpected("PATCH", api_path, "no 'file' object")
+        return moved
+
+    def delete_file(self, project_id: str, file_id: str) -> None:
+        self._request("DELETE", _file(project_id, file_id), write=True)
+
+    def list_versions(self, project_id: str, file_id: str) -> list[dict[str, Any]]:
+        api_path = f"{_file(project_id, file_id)}/versions"
+        versions = self._json("GET", api_path).get("versions")
+        if not isinstance(versions, list):
+            raise self._unexpected("GET", api_path, "no 'versions' list")
+        return [v for v in versions if isinstance(v, dict)]
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    def _file_answer(self, method: str, api_path: str, **kwargs: Any) -> VaultFile:
+        try:
+            return VaultFile.from_json(self._json(method, api_path, **kwargs).get("file"))
+        except ValueError as exc:
+            raise self._unexpected(method, api_path, str(exc)) from exc
+
+    def _json(self, method: str, api_path: str, **kwargs: Any) -> dict[str, Any]:
+        answer = self._request(method, api_path, **kwargs)
+        try:
+            body = json.loads(answer.body)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise UnexpectedAnswerError(method, api_path, f"HTTP {answer.status}, not a JSON object", answer.text)
+        return body
+
+    def _request(
+        self,
+        method: str,
+        api_path: str,
+        *,
+        write: bool = False,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        data: Any = None,
+        files: Any = None,
+    ) -> Answer:
+        shown_path = _with_query(api_path, params)
+        all_headers = {"X-API-Key": self._api_key, "Accept": "application/json", **(headers or {})}
+        if write:
+            all_headers["Idempotency-Key"] = self.idempotency_key
+
+        def attempt(limit: float, number: int) -> Answer:
+            started = time.perf_counter()
+            try:
+                answer = self._http.send(
+                    method,
+                    self._base_url + api_path,
+                    api_path=shown_path,
+                    limit=limit,
+                    headers=all_headers,
+                    params=params,
+                    data=data,
+                    files=files,
+                )
+            except TeamVaultError as error:
+                self._log_attempt(method, shown_path, type(error).__name__, started, number, write)
+                raise
+            self._log_attempt(method, shown_path, str(answer.status), started, number, write)
+            if answer.status >= 300:
+                raise self._status_error(method, shown_path, answer)
+            return answer
+
+        answer = run_with_retries(
+            attempt,
+            what=(method, shown_path),
+            policy=self._policy,
+            budget=self._budget,
+            clock=self._clock,
+            cancel=self._token.event,
+        )
+        if write:
+            self.replayed = answer.headers.get("Idempotent-Replayed", "").lower() == "true"
+        return answer
+
+    def _log_attempt(self, method: str, path: str, outcome: str, started: float, number: int, write: bool) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            key = f" key={self.idempotency_key}" if write else ""
+            ms = (time.perf_counter() - started) * 1000
+            log.debug("%s %s → %s in %.1f ms (attempt %d)%s", method, path, outcome, ms, number, key)
+
+    def _status_error(self, method: str, api_path: str, answer: Answer) -> HTTPStatusError:
+        text = answer.text
+        code = _error_code(text)
+        retry_after = parse_retry_after(answer.headers.get("Retry-After"), self._clock.wall())
+        if answer.status == 409 and code == "idempotency_key_in_use":
+            return KeyInUseError(method, api_path, text, retry_after=retry_after)
+        if 300 <= answer.status < 400:
+            location = answer.headers.get("Location", "?")
+            text = f"redirected to {location} — set TEAM_VAULT_URL to the server's final address"
+        return HTTPStatusError(method, api_path, answer.status, text, code=code, retry_after=retry_after)
+
+    def _unexpected(self, method: str, api_path: str, problem: str) -> UnexpectedAnswerError:
+        return UnexpectedAnswerError(method, api_path, problem)
+
+
+def _project(project_id: str) -> str:
+    return f"/api/projects/{quote(project_id, safe='')}"
+
+
+def _file(project_id: str, file_id: str) -> str:
+    return f"{_project(project_id)}/files/{quote(file_id, safe='')}"
+
+
+def _with_query(api_path: str, params: Mapping[str, str] | None) -> str:
+    """The API path as shown in messages: the query readable, not percent-encoded."""
+    if not params:
+        return api_path
+    return api_path + "?" + "&".join(f"{key}={value}" for key, value in params.items())
+
+
+def _error_code(body: str) -> str | None:
+    """The ``code`` of the server's error envelope ``{"error": {"code", "message"}}``, if the body is one."""
+    try:
+        envelope = json.loads(body)
+    except ValueError:
+        return None
+    error = envelope.get("error") if isinstance(envelope, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None

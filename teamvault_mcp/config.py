@@ -1,0 +1,120 @@
+"""Configuration: one frozen :class:`Config`, built from an explicitly passed environment.
+
+Nothing below this module reads ``os.environ``. Every variable is validated at
+once, so a user with two mistakes sees both in one start. The API key is kept
+out of ``repr`` and out of every message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from teamvault_mcp.errors import ConfigError
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off", "")
+
+DEFAULT_CALL_BUDGET = 45.0
+DEFAULT_ATTEMPT_TIMEOUT = 20.0
+#: A call needs room for at least one attempt (spec §5.2: none starts with less than 2 s left).
+MIN_CALL_BUDGET = 2.0
+#: Above an hour the "shorter than the host's timeout" promise means nothing.
+MAX_SECONDS = 3600.0
+
+USAGE = (
+    "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
+    "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
+    "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL)"
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the server needs to know, validated."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    project_id: str | None = None
+    read_only: bool = False
+    call_budget: float = DEFAULT_CALL_BUDGET
+    attempt_timeout: float = DEFAULT_ATTEMPT_TIMEOUT
+    log_level: str = "warning"
+
+
+def load_config(environ: Mapping[str, str]) -> Config:
+    """Build a :class:`Config` from ``environ``; raise :class:`ConfigError` naming every problem."""
+    problems: list[str] = []
+    missing = [name for name in ("TEAM_VAULT_URL", "TEAM_VAULT_API_KEY") if not environ.get(name, "").strip()]
+    if missing:
+        raise ConfigError(f"{' and '.join(missing)} must be set. {USAGE}")
+
+    base_url = _base_url(environ["TEAM_VAULT_URL"], problems)
+    api_key = environ["TEAM_VAULT_API_KEY"].strip()
+    if any(ch.isspace() or not ch.isprintable() for ch in api_key):
+        problems.append("TEAM_VAULT_API_KEY contains whitespace or control characters (value not shown).")
+    project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
+    read_only = _flag(environ, "TEAM_VAULT_READ_ONLY", problems)
+    call_budget = _seconds(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
+    attempt_timeout = _seconds(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
+    log_level = environ.get("TEAM_VAULT_LOG_LEVEL", "").strip().lower() or "warning"
+    if log_level not in LOG_LEVELS:
+        problems.append(
+            f"TEAM_VAULT_LOG_LEVEL={environ['TEAM_VAULT_LOG_LEVEL']!r} is not one of {', '.join(LOG_LEVELS)}."
+        )
+
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Config(
+        base_url=base_url,
+        api_key=api_key,
+        project_id=project_id,
+        read_only=read_only,
+        call_budget=call_budget,
+        attempt_timeout=attempt_timeout,
+        log_level=log_level,
+    )
+
+
+def _base_url(raw: str, problems: list[str]) -> str:
+    url = raw.strip().rstrip("/")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        problems.append(f"TEAM_VAULT_URL={raw!r} is not an http(s) URL such as https://vault.example.com.")
+    elif parts.query or parts.fragment:
+        problems.append(f"TEAM_VAULT_URL={raw!r} must not carry a query or fragment.")
+    elif parts.username or parts.password:
+        problems.append("TEAM_VAULT_URL must not carry user:password@; put the key in TEAM_VAULT_API_KEY.")
+    return url
+
+
+def _flag(environ: Mapping[str, str], name: str, problems: list[str]) -> bool:
+    raw = environ.get(name, "")
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word not in FALSE_WORDS:
+        problems.append(f"{name}={raw!r} is not a yes/no value (use 1/true/yes/on or 0/false/no/off).")
+    return False
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float, minimum: float, problems: list[str]) -> float:
+    raw = environ.get(name, "")
+    if not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= minimum or value > MAX_SECONDS:
+        lower = f"more than {minimum:g}" if minimum else "more than 0"
+        problems.append(f"{name}={raw!r} is not a number of seconds {lower} and at most {MAX_SECONDS:g}.")
+        return default
+    return value

@@ -1,0 +1,281 @@
+"""One HTTP attempt: a per-call ``requests`` session whose sockets can be shut from another thread.
+
+Two things can end an attempt from outside the worker thread that is blocked in
+``requests``:
+
+- the host cancels the tool call (:meth:`CancelToken.cancel`), and
+- the attempt's time limit runs out (a watchdog timer).
+
+Both shut the attempt's socket down (``shutdown(SHUT_RDWR)``, which wakes a
+blocked ``recv`` at once, unlike ``close``), so the limit covers the *whole*
+attempt, a server dripping one byte a second included. To reach the socket, the
+urllib3 connection classes register themselves with the attempt that is running
+on their thread when they connect and when they send. The TCP connect and the TLS
+handshake cannot be interrupted this way; they are bounded by the connect timeout,
+and an abort that arrives meanwhile is applied the moment they return.
+
+Here ``requests``/``urllib3`` failures become :mod:`teamvault_mcp.errors`; what an
+HTTP *status* means is ``client.py``'s business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import ssl
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.client import HTTPException, IncompleteRead, RemoteDisconnected
+from typing import Any
+
+import requests
+import urllib3.connection
+import urllib3.connectionpool
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError, TeamVaultError
+
+log = logging.getLogger(__name__)
+
+#: The uninterruptible part of an attempt (TCP connect, TLS handshake) gets at most this long.
+CONNECT_TIMEOUT = 5.0
+
+_running = threading.local()  # .attempt: the _Attempt running on this thread, if any
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A complete HTTP answer: status, headers and the whole body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+class _Attempt:
+    """The connections one attempt uses, so they can be shut down from another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connections: set[urllib3.connection.HTTPConnection] = set()
+        self.stopped_because: str | None = None  # "cancelled" or "expired"
+
+    def register(self, connection: urllib3.connection.HTTPConnection) -> None:
+        with self._lock:
+            self._connections.add(connection)
+            stopped = self.stopped_because is not None
+        if stopped:
+            _shut(connection)
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if self.stopped_because is None:
+                self.stopped_because = reason
+            connections = list(self._connections)
+        for connection in connections:
+            _shut(connection)
+
+
+def _shut(connection: urllib3.connection.HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is None:
+        return
+    # The base-class method on an SSLSocket shuts the TCP socket without touching the
+    # SSL object the worker thread may be reading from. OSError: already closed.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class CancelToken:
+    """One tool call's cancellation: an Event the worker polls, and the in-flight socket to shut."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._lock = threading.Lock()
+        self._attempt: _Attempt | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.event.is_set()
+
+    def cancel(self) -> None:
+        """Stop the call: no further attempt, and the one in flight is aborted now."""
+        self.event.set()
+        with self._lock:
+            attempt = self._attempt
+        if attempt is not None:
+            attempt.stop("cancelled")
+
+    def _begin(self, attempt: _Attempt) -> None:
+        with self._lock:
+            self._attempt = attempt
+        if self.event.is_set():
+            attempt.stop("cancelled")
+
+    def _end(self) -> None:
+        # After this, a late cancel cannot reach a connection another request may reuse.
+        with self._lock:
+            self._attempt = None
+
+
+class _TrackedConnectionMixin:
+    """Registers the connection with the attempt running on this thread."""
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        _register(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _register(self)
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+def _register(connection: Any) -> None:
+    attempt: _Attempt | None = getattr(_running, "attempt", None)
+    if attempt is not None:
+        attempt.register(connection)
+
+
+class _HTTPConnection(_TrackedConnectionMixin, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_TrackedConnectionMixin, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _HTTPConnectionPool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSConnectionPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_POOL_CLASSES = {"http": _HTTPConnectionPool, "https": _HTTPSConnectionPool}
+
+
+class _CancellableAdapter(HTTPAdapter):
+    """An adapter whose pools hand out tracked connections; urllib3 retries stay off (our loop retries)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOL_CLASSES
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = _POOL_CLASSES
+        return manager
+
+
+class HttpSession:
+    """One tool call's HTTP: a ``requests`` session whose attempts obey the call's :class:`CancelToken`."""
+
+    def __init__(self, token: CancelToken) -> None:
+        self._token = token
+        self._session = requests.Session()
+        self._adapter = _CancellableAdapter()
+        self._session.mount("http://", self._adapter)
+        self._session.mount("https://", self._adapter)
+
+    def close(self) -> None:
+        self._session.close()
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        api_path: str,
+        limit: float,
+        headers: Mapping[str, str],
+        params: Mapping[str, str] | None = None,
+        data: Any = None,
+        files: Any = None,
+    ) -> Answer:
+        """Make one attempt that ends within ``limit`` seconds, whatever the server does."""
+        attempt = _Attempt()
+        self._token._begin(attempt)
+        _running.attempt = attempt
+        watchdog = threading.Timer(limit, attempt.stop, ("expired",))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            response = self._session.request(
+                method,
+                url,
+                headers=dict(headers),
+                params=params,
+                data=data,
+                files=files,
+                timeout=(min(limit, CONNECT_TIMEOUT), limit),
+                allow_redirects=False,  # a redirect would carry X-API-Key to wherever it points
+            )
+            return Answer(response.status_code, CaseInsensitiveDict(response.headers), response.content)
+        except requests.RequestException as exc:
+            raise self._translate(exc, attempt, method, api_path, limit) from exc
+        finally:
+            watchdog.cancel()
+            _running.attempt = None
+            self._token._end()
+            if attempt.stopped_because is not None:
+                # A shut-down socket must never be handed out again, not even within this call.
+                self._adapter.poolmanager.clear()
+
+    def _translate(
+        self, exc: requests.RequestException, attempt: _Attempt, method: str, api_path: str, limit: float
+    ) -> TeamVaultError:
+        if self._token.cancelled or attempt.stopped_because == "cancelled":
+            return CallCancelledError()
+        if attempt.stopped_because == "expired" or isinstance(exc, requests.Timeout):
+            return AttemptTimeoutError(method, api_path, limit)
+        return NetworkError(method, api_path, describe_failure(exc))
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A short cause for a failed request, instead of urllib3's nested wrapper text."""
+    causes = _causes(exc)
+
+    def found(*kinds: type[BaseException]) -> BaseException | None:
+        return next((cause for cause in causes if isinstance(cause, kinds)), None)
+
+    if cause := found(socket.gaierror):
+        return f"cannot resolve the server's host name ({cause}); is TEAM_VAULT_URL right?"
+    if cause := found(ssl.SSLError):
+        return f"TLS failed: {cause}"
+    if cause := found(ConnectionRefusedError):
+        return f"cannot connect: {cause}"
+    if found(RemoteDisconnected):  # before ConnectionResetError, its base class
+        return "the server closed the connection without answering"
+    if found(ConnectionResetError):
+        return "the connection was reset"
+    if found(IncompleteRead, urllib3.exceptions.IncompleteRead, urllib3.exceptions.InvalidChunkLength):
+        return "the answer was cut off before its end"
+    if cause := found(HTTPException):
+        return f"the answer is not valid HTTP ({type(cause).__name__}: {str(cause).strip()[:80]})"
+    deepest = causes[-1]
+    return str(deepest) or type(deepest).__name__
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps: urllib3 nests causes in ``args``, ``reason`` and ``__cause__``."""
+    found: list[BaseException] = []
+    pending = [exc]
+    while pending:
+        current = pending.pop(0)
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        nested = [arg for arg in current.args if isinstance(arg, BaseException)]
+        nested += [getattr(current, "reason", None), current.__cause__, current.__context__]  # type: ignore[list-item]
+        pending += [item for item in nested if isinstance(item, BaseException)]
+    return found

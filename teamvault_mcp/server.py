@@ -1,0 +1,191 @@
+"""The MCP server: tools/list and tools/call on the ``mcp`` low-level ``Server``, over stdio.
+
+Each tool call runs in a worker thread, under a limiter of its own so blocking
+calls can never take the threads the stdio transport reads and writes with. The
+host's ``notifications/cancelled`` cancels the request's anyio scope; a watcher
+task turns that into :meth:`CancelToken.cancel`, which wakes the worker's pause
+and shuts its in-flight socket down, so the worker stops within milliseconds.
+The SDK sends no response for a cancelled request.
+
+Errors of our tree become tool results with ``isError: true`` here, and only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from teamvault_mcp import __version__
+from teamvault_mcp.config import Config
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, write_failure_text
+from teamvault_mcp.http import CancelToken
+from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
+from teamvault_mcp.tools import Tool, ToolContext, ToolOutput, tools_for
+
+log = logging.getLogger(__name__)
+
+#: Tool calls running at once. anyio's default thread limiter (40) also serves stdin/stdout.
+MAX_CONCURRENT_CALLS = 8
+
+INSTRUCTIONS = (
+    "Tools for a Team Vault: a shared Obsidian vault that people edit at the same time. Notes are "
+    "named by vault path ('people/kuzma-minin.md'); paths are case-sensitive. Read a note before "
+    "you overwrite it. Each call has a time budget and is retried safely on network trouble; when "
+    "an error says a change may or may not have been applied, check with read_note or list_notes "
+    "before calling again."
+)
+
+
+class ToolRunner:
+    """Runs tool calls in worker threads, one budget and one cancel token per call."""
+
+    def __init__(self, config: Config, *, clock: Clock | None = None, policy: RetryPolicy | None = None) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
+        self.tools = {tool.name: tool for tool in tools_for(config.read_only)}
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._active: set[CancelToken] = set()
+        self._active_lock = threading.Lock()
+
+    def active_calls(self) -> int:
+        with self._active_lock:
+            return len(self._active)
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
+        tool = self.tools.get(name)
+        if tool is None:
+            return _error_result(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
+        try:
+            args = tool.check_arguments(arguments)
+        except ToolInputError as error:
+            return _error_result(str(error))
+        token = CancelToken()
+        output = await self._in_worker(lambda: self._execute(tool, args, budget, token), token)
+        if isinstance(output, TeamVaultError):
+            return _error_result(write_failure_text(output) if tool.writes else str(output))
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
+        return types.CallToolResult(content=content, structured_content=output.structured)
+
+    def _execute(
+        self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken
+    ) -> ToolOutput | TeamVaultError:
+        """The worker thread's part: one client for the call, the handler, errors as values."""
+        from teamvault_mcp.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
+
+        with self._active_lock:
+            self._active.add(token)
+        client = TeamVaultClient(
+            self.config.base_url,
+            self.config.api_key,
+            budget=budget,
+            token=token,
+            clock=self.clock,
+            policy=self.policy,
+        )
+        try:
+            return tool.handler(ToolContext(client, self.config.project_id), args)
+        except CallCancelledError as error:
+            if tool.writes:
+                log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
+            return error
+        except TeamVaultError as error:
+            return error
+        except Exception as error:  # the one place a bug becomes a message instead of a dead server
+            log.exception("internal error in %s", tool.name)
+            return TeamVaultError(
+                f"Internal error in {tool.name}: {type(error).__name__}: {error}. "
+                "This is a bug in teamvault-mcp; the server keeps running."
+            )
+        finally:
+            client.close()
+            with self._active_lock:
+                self._active.discard(token)
+
+    async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
+        """Run ``work`` in a thread; if this task is cancelled meanwhile, cancel ``token`` at once.
+
+        The thread is not abandoned: the limiter slot and this task both last exactly as
+        long as the work does, which after a cancel is a few milliseconds.
+        """
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
+        finished = False
+        async with anyio.create_task_group() as watchers:
+
+            async def cancel_on_scope_cancel() -> None:
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    if not finished:
+                        token.cancel()
+
+            watchers.start_soon(cancel_on_scope_cancel)
+            try:
+                return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+            finally:
+                finished = True
+                watchers.cancel_scope.cancel()
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    safe = text.encode("utf-8", errors="replace").decode("utf-8")  # lone surrogates cannot go on the wire
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=safe)]
+    return types.CallToolResult(content=content, is_error=True)
+
+
+def _tool_definition(tool: Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=tool.output_schema,
+        annotations=types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=not tool.writes,
+            destructive_hint=tool.destructive if tool.writes else False,
+            idempotent_hint=tool.idempotent,
+            # Every tool acts on the configured Team Vault server only: a closed domain.
+            open_world_hint=False,
+        ),
+    )
+
+
+def build_server(runner: ToolRunner) -> Server[Any]:
+    """The MCP server for ``runner``'s tools; the transport is the caller's choice."""
+    listing = types.ListToolsResult(tools=[_tool_definition(tool) for tool in runner.tools.values()])
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await runner.call(params.name, params.arguments)
+
+    return Server(
+        "team-vault",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def serve(config: Config) -> None:
+    """Serve MCP over stdin/stdout until the host closes stdin."""
+    server = build_server(ToolRunner(config))
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
