@@ -67,7 +67,8 @@ def load_config(environ: Mapping[str, str]) -> Config:
         )
 
     if problems:
-        raise ConfigError("\n".join(problems))
+        # Belt and braces: a key pasted into the wrong variable must not be echoed either.
+        raise ConfigError("\n".join(problems).replace(api_key, "***") if api_key else "\n".join(problems))
     return Config(
         base_url=base_url,
         api_key=api_key,
@@ -86,12 +87,17 @@ def _base_url(raw: str, problems: list[str]) -> str:
         parts.port  # noqa: B018 - raises ValueError for a malformed port
     except ValueError:
         parts = None
+    # A URL with user info, a query or a fragment may hold a secret: never echo it.
+    secret = parts is None or bool(parts.username or parts.password or parts.query or parts.fragment)
+    shown = "(value not shown: it may hold a secret)" if secret else repr(raw)
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        problems.append(f"TEAM_VAULT_URL={raw!r} is not an http(s) URL such as https://vault.example.com.")
-    elif parts.query or parts.fragment:
-        problems.append(f"TEAM_VAULT_URL={raw!r} must not carry a query or fragment.")
+        problems.append(f"TEAM_VAULT_URL={shown} is not an http(s) URL such as https://vault.example.com.")
+    elif any(ch.isspace() for ch in url):
+        problems.append(f"TEAM_VAULT_URL={shown} contains whitespace.")
     elif parts.username or parts.password:
         problems.append("TEAM_VAULT_URL must not carry user:password@; put the key in TEAM_VAULT_API_KEY.")
+    elif parts.query or parts.fragment:
+        problems.append("TEAM_VAULT_URL must not carry a query (?…) or fragment (#…).")
     return url
 
 
