@@ -203,6 +203,8 @@ class HttpSession:
         files: Any = None,
     ) -> Answer:
         """Make one attempt that ends within ``limit`` seconds, whatever the server does."""
+        if self._token.cancelled:
+            raise CallCancelledError()
         attempt = _Attempt()
         self._token._begin(attempt)
         _running.attempt = attempt

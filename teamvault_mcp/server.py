@@ -22,6 +22,8 @@ import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from teamvault_mcp import __version__
 from teamvault_mcp.config import Config
@@ -180,12 +182,76 @@ def build_server(runner: ToolRunner) -> Server[Any]:
     )
 
 
+class _AnswersUnreadableLines:
+    """The stdio read stream, answering each line that is not JSON-RPC with a JSON-RPC error.
+
+    The SDK drops such lines with a debug log; the host would wait for an answer that
+    never comes. JSON-RPC 2.0 §5.1: -32700 for invalid JSON, -32600 for JSON that is
+    not a request; blank lines are skipped silently.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write_stream = write_stream
+
+    @property
+    def last_context(self) -> Any:  # the dispatcher runs handlers in the sender's context
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            reply = _unreadable_line_reply(item)
+            if reply is not None:
+                await self._write_stream.send(SessionMessage(reply))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _AnswersUnreadableLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnswersUnreadableLines:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _unreadable_line_reply(error: Exception) -> types.JSONRPCError | None:
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    line = problems[0].get("input") if problems else None
+    if isinstance(line, str) and not line.strip():
+        return None
+    if any(problem["type"] == "json_invalid" for problem in problems):
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error")
+        )
+    request_id = line.get("id") if isinstance(line, dict) else None
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        request_id = None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message"),
+    )
+
+
 def serve(config: Config) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin."""
     server = build_server(ToolRunner(config))
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
+            read_stream = _AnswersUnreadableLines(read_stream, write_stream)
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)

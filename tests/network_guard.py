@@ -31,6 +31,14 @@ def violations() -> list[str]:
         return list(_violations)
 
 
+def take_violations() -> list[str]:
+    """The violations so far, forgotten: for the guard's own tests."""
+    with _lock:
+        found = list(_violations)
+        _violations.clear()
+        return found
+
+
 def _record(what: str) -> None:
     with _lock:
         _violations.append(what)

@@ -1,0 +1,158 @@
+"""The real entry point as a child process, spoken to over stdio with raw JSON-RPC lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import API_KEY
+from loopback import json_answer, loopback_server
+
+from teamvault_mcp import __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+CONSOLE_SCRIPT = Path(sys.executable).parent / "teamvault-mcp"
+ENTRY_POINTS = {
+    "python -m teamvault_mcp": [sys.executable, "-m", "teamvault_mcp"],
+    "teamvault-mcp": [str(CONSOLE_SCRIPT)],
+}
+
+
+def child_env(**variables: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TEAM_VAULT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(variables)
+    return env
+
+
+class StdioChild:
+    """A server process and a line reader on its stdout."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        assert self.process.stdin is not None
+        text = message if isinstance(message, str) else json.dumps(message)
+        self.process.stdin.write(text.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self, timeout: float = 20.0) -> dict[str, Any]:
+        line = self.lines.get(timeout=timeout)
+        return json.loads(line)  # every stdout line must be JSON-RPC
+
+    def request(self, id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.send({"jsonrpc": "2.0", "id": id, "method": method, "params": params or {}})
+        return self.receive()
+
+    def initialize(self) -> dict[str, Any]:
+        answer = self.request(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def close(self) -> tuple[int, str]:
+        """Close stdin as a host does at shutdown; the exit code and everything on stderr."""
+        assert self.process.stdin and self.process.stdout and self.process.stderr
+        self.process.stdin.close()
+        code = self.process.wait(timeout=20)
+        self.reader.join(timeout=5)
+        self.process.stdout.close()
+        with self.process.stderr:
+            return code, self.process.stderr.read().decode()
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_initialize_and_tools_list_over_stdio(entry: str) -> None:
+    if entry == "teamvault-mcp" and not CONSOLE_SCRIPT.exists():
+        pytest.fail(f"the console script is not installed next to {sys.executable}: pip install -e .")
+    child = StdioChild(ENTRY_POINTS[entry], child_env(TEAM_VAULT_URL="http://127.0.0.1:9", TEAM_VAULT_API_KEY=API_KEY))
+    initialized = child.initialize()
+    listed = child.request(2, "tools/list")
+    code, stderr = child.close()
+    assert initialized["result"]["serverInfo"] == {"name": "team-vault", "version": __version__}
+    assert len(listed["result"]["tools"]) == 8
+    assert code == 0
+    assert API_KEY not in stderr
+
+
+def test_missing_required_variables_exit_1_with_a_usage_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "teamvault_mcp"], env=child_env(), capture_output=True, timeout=20, cwd=ROOT
+    )
+    assert result.returncode == 1
+    assert result.stdout == b""
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1
+    assert "TEAM_VAULT_URL" in lines[0] and "TEAM_VAULT_API_KEY" in lines[0]
+
+
+def test_a_malformed_optional_value_exits_1_naming_it() -> None:
+    env = child_env(TEAM_VAULT_URL="https://v.example", TEAM_VAULT_API_KEY=API_KEY, TEAM_VAULT_CALL_BUDGET="abc")
+    result = subprocess.run([sys.executable, "-m", "teamvault_mcp"], env=env, capture_output=True, timeout=20, cwd=ROOT)
+    assert result.returncode == 1
+    assert "TEAM_VAULT_CALL_BUDGET='abc'" in result.stderr.decode()
+
+
+def test_invalid_json_and_unknown_methods_get_json_rpc_errors_and_the_server_keeps_going() -> None:
+    child = StdioChild(
+        ENTRY_POINTS["python -m teamvault_mcp"],
+        child_env(TEAM_VAULT_URL="http://127.0.0.1:9", TEAM_VAULT_API_KEY=API_KEY),
+    )
+    child.initialize()
+    child.send("{this is not json")
+    parse_error = child.receive()
+    child.send("")  # a blank line is no message: no answer
+    child.send('{"jsonrpc": "2.0", "id": 9, "params": {}}')
+    invalid = child.receive()
+    unknown = child.request(3, "no/such_method")
+    still_alive = child.request(4, "ping")
+    code, _ = child.close()
+    assert parse_error["error"]["code"] == -32700 and parse_error["id"] is None
+    assert invalid["error"]["code"] == -32600 and invalid["id"] == 9
+    assert unknown["id"] == 3 and unknown["error"]["code"] == -32601
+    assert still_alive == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    assert code == 0
+
+
+def test_a_tool_call_over_stdio_with_debug_logging_never_shows_the_key() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/api/auth/me", json_answer(200, {"user": {"id": "u1", "email": "a@b.c", "name": "A"}}))
+        child = StdioChild(
+            ENTRY_POINTS["python -m teamvault_mcp"],
+            child_env(TEAM_VAULT_URL=server.url, TEAM_VAULT_API_KEY=API_KEY, TEAM_VAULT_LOG_LEVEL="debug"),
+        )
+        child.initialize()
+        answer = child.request(2, "tools/call", {"name": "whoami", "arguments": {}})
+        code, stderr = child.close()
+        sent_key = server.exchanges[0].headers["X-API-Key"]
+    assert answer["result"]["structuredContent"] == {"id": "u1", "email": "a@b.c", "name": "A"}
+    assert sent_key == API_KEY
+    assert "GET /api/auth/me → 200" in stderr  # one debug line per attempt
+    assert API_KEY not in stderr
+    assert code == 0

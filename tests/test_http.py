@@ -1,0 +1,117 @@
+"""One HTTP attempt against a real loopback server: the whole-attempt limit and socket-level cancellation."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from loopback import drip, hang, json_answer, loopback_server
+
+from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError
+from teamvault_mcp.http import CancelToken, HttpSession
+
+
+def send(session: HttpSession, url: str, limit: float = 10.0) -> bytes:
+    return session.send("GET", url, api_path="/slow", limit=limit, headers={}).body
+
+
+def cancel_after(token: CancelToken, seconds: float) -> threading.Thread:
+    timer = threading.Timer(seconds, token.cancel)
+    timer.start()
+    return timer
+
+
+def test_a_server_dripping_bytes_cannot_hold_an_attempt_past_its_limit() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/drip", drip(interval=0.05))
+        session = HttpSession(CancelToken())
+        started = time.monotonic()
+        with pytest.raises(AttemptTimeoutError) as caught:
+            send(session, server.url + "/drip", limit=0.6)
+        elapsed = time.monotonic() - started
+        session.close()
+    # Every byte arrives well within any per-read timeout; only a whole-attempt limit stops it.
+    assert 0.55 <= elapsed < 1.5
+    assert "timed out" in str(caught.value)
+
+
+def test_waiting_for_headers_is_bounded_by_the_attempt_limit() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/hang", hang())
+        session = HttpSession(CancelToken())
+        started = time.monotonic()
+        with pytest.raises(AttemptTimeoutError):
+            send(session, server.url + "/hang", limit=0.5)
+        assert time.monotonic() - started < 1.5
+        session.close()
+
+
+def test_cancel_shuts_the_socket_while_waiting_for_headers() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/hang", hang())
+        token = CancelToken()
+        session = HttpSession(token)
+        cancel_after(token, 0.2)
+        started = time.monotonic()
+        with pytest.raises(CallCancelledError):
+            send(session, server.url + "/hang")
+        returned = time.monotonic()
+        session.close()
+        assert returned - started < 1.0  # not the 10 s the server would take
+        exchange = server.requests_to("GET", "/hang")[0]
+        for _ in range(100):  # the server notices the closed socket within its 10 ms poll
+            if exchange.disconnected_at is not None:
+                break
+            time.sleep(0.01)
+        assert exchange.disconnected_at is not None
+
+
+def test_cancel_shuts_the_socket_while_reading_the_body() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/drip", drip(interval=0.05))
+        token = CancelToken()
+        session = HttpSession(token)
+        cancel_after(token, 0.2)
+        started = time.monotonic()
+        with pytest.raises(CallCancelledError):
+            send(session, server.url + "/drip")
+        assert time.monotonic() - started < 1.0
+        session.close()
+
+
+def test_an_attempt_after_cancel_never_touches_the_network() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/ok", json_answer(200, {}))
+        token = CancelToken()
+        token.cancel()
+        session = HttpSession(token)
+        with pytest.raises(CallCancelledError):
+            send(session, server.url + "/ok")
+        session.close()
+        assert server.accepted == 0
+
+
+def test_the_connection_is_reused_within_one_call_and_dropped_after_an_abort() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/ok", json_answer(200, {"ok": True}))
+        server.route("GET", "/hang", hang())
+        session = HttpSession(CancelToken())
+        send(session, server.url + "/ok")
+        send(session, server.url + "/ok")
+        assert server.accepted == 1  # keep-alive within the call
+        with pytest.raises(AttemptTimeoutError):
+            send(session, server.url + "/hang", limit=0.3)
+        send(session, server.url + "/ok")
+        assert server.accepted == 2  # /hang reused the first connection; the aborted one was not reused
+        session.close()
+
+
+def test_a_refused_connection_is_a_network_error() -> None:
+    with loopback_server() as server:
+        url = server.url
+    session = HttpSession(CancelToken())
+    with pytest.raises(NetworkError) as caught:
+        send(session, url + "/gone")
+    assert "cannot connect" in str(caught.value)
+    session.close()

@@ -1,0 +1,412 @@
+"""The tools through a real MCP client over in-memory streams (spec §3, §5, §6)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+import requests
+import responses
+from conftest import API_KEY, BASE, FILES, FakeClock, file_record, make_config
+from loopback import hang, json_answer, loopback_server
+from mcp import Client
+from responses import matchers
+
+from teamvault_mcp import __version__
+from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
+from teamvault_mcp.retry import SystemClock
+from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.tools import MAX_CONTENT_BYTES
+
+pytestmark = pytest.mark.anyio
+
+WRITE_TOOLS = {"write_note", "move_note", "delete_note"}
+READ_TOOLS = {"whoami", "list_projects", "list_notes", "read_note", "list_note_versions"}
+
+
+@asynccontextmanager
+async def connected(runner: ToolRunner) -> AsyncIterator[Client]:
+    async with Client(build_server(runner), mode="legacy") as client:
+        yield client
+
+
+@pytest.fixture
+def runner(clock: FakeClock) -> ToolRunner:
+    return ToolRunner(make_config(), clock=clock)
+
+
+async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
+    async with connected(runner) as client:
+        result = await client.call_tool(tool, arguments)
+    text = result.content[0].text if result.content else ""
+    return text, result.is_error, result.structured_content
+
+
+def resolves(mock: responses.RequestsMock, path: str, *records: dict[str, Any]) -> None:
+    mock.get(FILES, match=[matchers.query_param_matcher({"path": path})], json={"files": list(records)})
+
+
+# -- protocol --------------------------------------------------------------------------------------
+
+
+async def test_initialize_reports_team_vault_and_the_package_version(runner: ToolRunner) -> None:
+    async with connected(runner) as client:
+        assert client.server_info.name == "team-vault"
+        assert client.server_info.version == __version__
+
+
+async def test_all_eight_tools_are_listed_with_annotations_and_described_fields(runner: ToolRunner) -> None:
+    async with connected(runner) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == READ_TOOLS | WRITE_TOOLS
+    for name, tool in tools.items():
+        assert tool.title and tool.description
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (name in READ_TOOLS)
+        assert tool.annotations.open_world_hint is False
+        schema = tool.input_schema
+        assert schema["type"] == "object"
+        assert all(field.get("description") for field in schema["properties"].values())
+    assert tools["delete_note"].annotations.destructive_hint is True
+    assert tools["move_note"].annotations.idempotent_hint is False
+    assert tools["write_note"].input_schema["required"] == ["path", "content"]
+    assert tools["move_note"].input_schema["required"] == ["path", "newPath"]
+    assert "projectId" in tools["read_note"].input_schema["properties"]
+
+
+async def test_read_only_mode_does_not_register_write_tools(clock: FakeClock) -> None:
+    runner = ToolRunner(make_config(read_only=True), clock=clock)
+    async with connected(runner) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("write_note", {"path": "a.md", "content": "x"})
+    assert names == READ_TOOLS
+    assert result.is_error
+    assert "Unknown tool: write_note" in result.content[0].text
+
+
+# -- the tools -------------------------------------------------------------------------------------
+
+
+async def test_whoami_and_list_projects(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    http_mock.get(f"{BASE}/api/auth/me", json={"user": {"id": "u1", "email": "k@m.ru", "name": "Кузьма", "role": "X"}})
+    http_mock.get(
+        f"{BASE}/api/projects",
+        json={"projects": [{"id": "p1", "slug": "team", "name": "Team", "ownerId": "u1", "iconEmoji": None}]},
+    )
+    text, is_error, structured = await call(runner, "whoami")
+    assert not is_error
+    assert structured == {"id": "u1", "email": "k@m.ru", "name": "Кузьма"}
+    assert "Кузьма" in text
+    text, is_error, structured = await call(runner, "list_projects")
+    assert structured == {"projects": [{"id": "p1", "slug": "team", "name": "Team"}]}
+
+
+async def test_list_notes_gives_path_type_and_numeric_size(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    http_mock.get(
+        FILES,
+        match=[matchers.query_param_matcher({"prefix": "people/"})],
+        json={"files": [file_record("people/a.md", size="12"), file_record("people/b.png", fileType="BINARY")]},
+    )
+    text, is_error, structured = await call(runner, "list_notes", prefix="./people\\")
+    assert not is_error
+    assert structured == {
+        "notes": [
+            {"path": "people/a.md", "type": "TEXT", "size": 12},
+            {"path": "people/b.png", "type": "BINARY", "size": 5},
+        ]
+    }
+    assert '"size": 12' in text
+
+
+async def test_read_note_returns_the_raw_text(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "notes/a.md", file_record("notes/a.md", "f1"))
+    http_mock.get(f"{FILES}/f1", body="# Title\n\nÜmlaut — text\n".encode())
+    text, is_error, structured = await call(runner, "read_note", path="notes/a.md")
+    assert (text, is_error, structured) == ("# Title\n\nÜmlaut — text\n", False, None)
+
+
+@pytest.mark.parametrize("spelling", ["./dir/a.md", "dir\\a.md", "dir//a.md", "x/../dir/a.md", "dir/./a.md"])
+async def test_a_path_in_another_spelling_names_the_same_note(
+    runner: ToolRunner, http_mock: responses.RequestsMock, spelling: str
+) -> None:
+    resolves(http_mock, "dir/a.md", file_record("dir/a.md", "f1"))
+    http_mock.get(f"{FILES}/f1", body=b"same note")
+    text, is_error, _ = await call(runner, "read_note", path=spelling)
+    assert (text, is_error) == ("same note", False)
+
+
+async def test_read_note_of_a_missing_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "dir/nope.md")
+    text, is_error, _ = await call(runner, "read_note", path="dir\\nope.md")
+    assert (text, is_error) == ("Note not found: dir/nope.md", True)
+
+
+async def test_read_note_of_a_binary_file(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "img.png", file_record("img.png", fileType="BINARY", mimeType="image/png"))
+    text, is_error, _ = await call(runner, "read_note", path="img.png")
+    assert (text, is_error) == ("Not a text file: img.png (image/png).", True)
+
+
+async def test_list_note_versions_newest_first(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    versions = [{"id": f"v{n}", "versionNumber": n, "contentHash": "0" * 64, "message": None} for n in (1, 3, 2)]
+    http_mock.get(f"{FILES}/f1/versions", json={"versions": versions})
+    _, is_error, structured = await call(runner, "list_note_versions", path="a.md")
+    assert not is_error
+    assert [v["versionNumber"] for v in structured["versions"]] == [3, 2, 1]
+
+
+async def test_write_note_creates_a_new_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "meetings/2026-11-30.md")
+    http_mock.post(FILES, status=201, json={"file": file_record("meetings/2026-11-30.md", "f2", size="7")})
+    text, is_error, structured = await call(runner, "write_note", path="meetings//2026-11-30.md", content="Agenda\n")
+    assert not is_error, text
+    assert structured == {"path": "meetings/2026-11-30.md", "action": "created", "size": 7}
+    post = http_mock.calls[1].request
+    assert b'name="path"\r\n\r\nmeetings/2026-11-30.md' in post.body
+    assert b"Content-Type: text/markdown" in post.body
+    assert post.headers["Idempotency-Key"]
+
+
+async def test_write_note_updates_an_existing_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1", size="9")})
+    _, is_error, structured = await call(runner, "write_note", path="a.md", content="new text\n")
+    assert not is_error
+    assert structured == {"path": "a.md", "action": "updated", "size": 9}
+    assert http_mock.calls[1].request.body == b"new text\n"
+
+
+async def test_write_note_refuses_to_overwrite_a_binary_file(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    resolves(http_mock, "img.png", file_record("img.png", fileType="BINARY", mimeType="image/png"))
+    text, is_error, _ = await call(runner, "write_note", path="img.png", content="text")
+    assert (text, is_error) == ("Not a text file: img.png (image/png).", True)
+    assert len(http_mock.calls) == 1
+
+
+async def test_write_note_refuses_a_new_path_the_server_would_refuse_before_posting(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    resolves(http_mock, ".obsidian/app.json")
+    text, is_error, _ = await call(runner, "write_note", path=".obsidian/app.json", content="{}")
+    assert is_error
+    assert text == "Reserved folder name: .obsidian (in .obsidian/app.json)"
+    assert [call.request.method for call in http_mock.calls] == ["GET"]
+
+
+async def test_move_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "inbox/idea.md", file_record("inbox/idea.md", "f1"))
+    http_mock.patch(
+        f"{FILES}/f1",
+        match=[matchers.json_params_matcher({"newPath": "projects/idea.md"})],
+        json={"file": {"id": "f1", "path": "projects/idea.md"}},
+    )
+    _, is_error, structured = await call(runner, "move_note", path="inbox/idea.md", newPath="projects\\idea.md")
+    assert not is_error
+    assert structured == {"id": "f1", "path": "projects/idea.md"}
+
+
+async def test_move_note_refuses_a_bad_target_before_any_request(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    text, is_error, _ = await call(runner, "move_note", path="a.md", newPath="../outside.md")
+    assert (text, is_error) == ("Parent traversal is not allowed: ../outside.md", True)
+    assert len(http_mock.calls) == 0
+
+
+async def test_delete_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "old.md", file_record("old.md", "f1"))
+    http_mock.delete(f"{FILES}/f1", json={"success": True})
+    _, is_error, structured = await call(runner, "delete_note", path="./old.md")
+    assert not is_error
+    assert structured == {"path": "old.md", "action": "deleted"}
+    assert http_mock.calls[1].request.headers["Idempotency-Key"]
+
+
+async def test_project_id_argument_overrides_the_default(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    http_mock.get(f"{BASE}/api/projects/other/files", json={"files": []})
+    _, is_error, structured = await call(runner, "list_notes", projectId="other")
+    assert not is_error
+    assert structured == {"notes": []}
+
+
+async def test_without_any_project_the_tool_says_to_call_list_projects(
+    clock: FakeClock, http_mock: responses.RequestsMock
+) -> None:
+    runner = ToolRunner(make_config(project_id=None), clock=clock)
+    text, is_error, _ = await call(runner, "read_note", path="a.md")
+    assert is_error
+    assert text == "No projectId given and TEAM_VAULT_PROJECT_ID is not set — call list_projects to find one."
+
+
+# -- reliability ----------------------------------------------------------------------------------
+
+
+async def test_resolve_and_write_share_one_budget(
+    runner: ToolRunner, http_mock: responses.RequestsMock, clock: FakeClock
+) -> None:
+    def slow_resolve(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        clock.advance(30.0)
+        return 200, {}, '{"files": [{"id": "f1", "path": "a.md", "fileType": "TEXT", "size": "1"}]}'
+
+    http_mock.add_callback(responses.GET, FILES, callback=slow_resolve)
+    http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1")})
+    _, is_error, _ = await call(runner, "write_note", path="a.md", content="x")
+    assert not is_error
+    assert http_mock.calls[1].request.req_kwargs["timeout"][1] == pytest.approx(15.0)  # 45 - 30
+
+
+async def test_a_write_is_not_started_when_the_resolve_used_the_budget_up(
+    runner: ToolRunner, http_mock: responses.RequestsMock, clock: FakeClock
+) -> None:
+    def slow_resolve(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        clock.advance(43.5)
+        return 200, {}, '{"files": [{"id": "f1", "path": "a.md", "fileType": "TEXT", "size": "1"}]}'
+
+    http_mock.add_callback(responses.GET, FILES, callback=slow_resolve)
+    text, is_error, _ = await call(runner, "write_note", path="a.md", content="x")
+    assert is_error
+    assert text.startswith("Out of time before PUT /api/projects/proj1/files/f1")
+    assert UNCERTAIN_WRITE_HINT not in text  # nothing was sent, so nothing is uncertain
+    assert len(http_mock.calls) == 1
+
+
+async def test_an_unanswered_write_says_it_may_or_may_not_have_been_applied(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    for _ in range(3):
+        http_mock.put(f"{FILES}/f1", body=requests.ReadTimeout("read timed out"))
+    text, is_error, _ = await call(runner, "write_note", path="a.md", content="x")
+    assert is_error
+    assert text.startswith("Network error on PUT /api/projects/proj1/files/f1")
+    assert text.endswith(UNCERTAIN_WRITE_HINT)
+    assert "The change may or may not have been applied." in text
+
+
+async def test_a_definite_write_failure_has_no_hint(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    http_mock.put(f"{FILES}/f1", status=403, json={"error": {"code": "forbidden", "message": "viewer"}})
+    text, is_error, _ = await call(runner, "write_note", path="a.md", content="x")
+    assert is_error
+    assert text.startswith("PUT /api/projects/proj1/files/f1 → HTTP 403")
+    assert "may or may not" not in text
+
+
+async def test_a_failed_read_has_no_hint(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    for _ in range(3):
+        http_mock.get(FILES, body=requests.ConnectionError("connection refused"))
+    text, is_error, _ = await call(runner, "read_note", path="a.md")
+    assert is_error
+    assert text.startswith("Network error on GET")
+    assert "may or may not" not in text
+
+
+async def test_a_create_that_landed_before_its_answer_was_lost_is_reported_as_created(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    content = "first attempt landed\n"
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    resolves(http_mock, "new.md")
+    http_mock.post(FILES, body=requests.ReadTimeout("read timed out"))
+    http_mock.post(FILES, status=409, json={"error": {"code": "path_exists", "message": "exists"}})
+    resolves(http_mock, "new.md", file_record("new.md", "f5", contentHash=digest, size="21"))
+    text, is_error, structured = await call(runner, "write_note", path="new.md", content=content)
+    assert not is_error, text
+    assert structured == {"path": "new.md", "action": "created", "size": 21}
+
+
+async def test_a_path_taken_by_someone_else_meanwhile_is_an_uncertain_conflict(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    resolves(http_mock, "new.md")
+    http_mock.post(FILES, body=requests.ReadTimeout("read timed out"))
+    http_mock.post(FILES, status=409, json={"error": {"code": "path_exists", "message": "exists"}})
+    resolves(http_mock, "new.md", file_record("new.md", "f5", contentHash="f" * 64))
+    text, is_error, _ = await call(runner, "write_note", path="new.md", content="mine")
+    assert is_error
+    assert "HTTP 409" in text
+    assert text.endswith(UNCERTAIN_WRITE_HINT)
+
+
+async def test_host_cancellation_aborts_the_request_in_flight_and_makes_no_further_attempt() -> None:
+    with loopback_server() as server:
+        server.route("GET", "/api/projects/proj1/files", hang(seconds=10.0))
+        server.route("GET", "/api/auth/me", json_answer(200, {"user": {"id": "u1", "email": None, "name": None}}))
+        runner = ToolRunner(make_config(base_url=server.url), clock=SystemClock())
+        async with connected(runner) as client:
+            with anyio.move_on_after(0.3):
+                await client.call_tool("read_note", {"path": "a.md"})
+            cancelled_at = time.monotonic()
+            while runner.active_calls() and time.monotonic() - cancelled_at < 5:
+                await anyio.sleep(0.005)
+            stopped_after = time.monotonic() - cancelled_at
+            # The server keeps answering other calls.
+            result = await client.call_tool("whoami", {})
+        hung = server.requests_to("GET", "/api/projects/proj1/files")
+    assert runner.active_calls() == 0
+    assert stopped_after < 0.5  # milliseconds in practice; generous for a loaded machine
+    assert len(hung) == 1  # no further attempt after the cancel
+    assert hung[0].disconnected_at is not None
+    assert not result.is_error
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("read_note", {}, "Missing required argument 'path'."),
+        ("read_note", {"path": 7}, "Argument 'path' must be a string, got number."),
+        ("read_note", {"path": ["a.md"]}, "Argument 'path' must be a string, got array."),
+        ("read_note", {"path": ""}, "Argument 'path' must not be empty."),
+        ("read_note", {"path": "a\x00b.md"}, "Path contains NUL byte: a\\x00b.md"),
+        ("read_note", {"path": "a.md", "projectId": ""}, "Argument 'projectId' must not be empty."),
+        ("read_note", {"path": "a.md", "project_id": "p"}, "Unknown argument for read_note: project_id."),
+        ("write_note", {"path": "a.md"}, "Missing required argument 'content'."),
+        ("write_note", {"path": "a.md", "content": None}, "Missing required argument 'content'."),
+        ("move_note", {"path": "a.md", "new_path": "b.md"}, "Unknown argument for move_note: new_path."),
+        ("list_notes", {"prefix": "../x/"}, "Parent traversal is not allowed: ../x/"),
+        ("no_such_tool", {}, "Unknown tool: no_such_tool."),
+    ],
+)
+async def test_bad_arguments_are_tool_errors_and_nothing_is_sent(
+    runner: ToolRunner, http_mock: responses.RequestsMock, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
+    async with connected(runner) as client:
+        result = await client.call_tool(tool, arguments)
+        text = result.content[0].text
+        assert result.is_error
+        assert text.startswith(expected), text
+        http_mock.get(f"{BASE}/api/auth/me", json={"user": {"id": "u1", "email": None, "name": None}})
+        after = await client.call_tool("whoami", {})  # the server keeps answering
+    assert not after.is_error
+    assert [c.request.url for c in http_mock.calls] == [f"{BASE}/api/auth/me"]
+
+
+async def test_a_10_mb_content_is_refused_without_writing(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    text, is_error, _ = await call(runner, "write_note", path="big.md", content="x" * (10 * 1024 * 1024))
+    assert is_error
+    assert "10,485,760 bytes" in text and f"{MAX_CONTENT_BYTES:,}" in text
+    assert "Nothing was written" in text
+    assert len(http_mock.calls) == 0
+
+
+async def test_the_api_key_never_reaches_a_tool_result(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    http_mock.get(f"{BASE}/api/auth/me", status=401, json={"error": {"code": "unauthorized", "message": "bad key"}})
+    text, is_error, _ = await call(runner, "whoami")
+    assert is_error
+    assert text.startswith("GET /api/auth/me → HTTP 401")
+    assert API_KEY not in text
