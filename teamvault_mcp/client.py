@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import (
     HTTPStatusError,
     KeyInUseError,
     TeamVaultError,
     UnexpectedAnswerError,
 )
-from teamvault_mcp.http import Answer, CancelToken, HttpSession
+from teamvault_mcp.http import Answer, HttpSession
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class TeamVaultClient:
         self._token = token
         self._clock = clock
         self._policy = policy
-        self._http = HttpSession(token)
+        self._http = HttpSession(token, base_url)
         self.idempotency_key = str(uuid.uuid4())
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False

@@ -26,9 +26,9 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from teamvault_mcp import __version__
+from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, write_failure_text
-from teamvault_mcp.http import CancelToken
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.tools import Tool, ToolContext, ToolOutput, tools_for
 

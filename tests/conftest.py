@@ -15,8 +15,8 @@ from network_guard import (  # noqa: F401  (hooks imported here are registered b
     watch_mock,
 )
 
+from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
-from teamvault_mcp.http import CancelToken
 from teamvault_mcp.retry import Budget, RetryPolicy
 
 BASE = "http://vault.test"

@@ -120,6 +120,7 @@ def loopback_server() -> Iterator[LoopbackServer]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are separate writes
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass

@@ -8,8 +8,11 @@ import time
 import pytest
 from loopback import drip, hang, json_answer, loopback_server
 
+from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError
-from teamvault_mcp.http import CancelToken, HttpSession
+from teamvault_mcp.http import HttpSession
+
+LOCAL = "http://127.0.0.1"
 
 
 def send(session: HttpSession, url: str, limit: float = 10.0) -> bytes:
@@ -25,7 +28,7 @@ def cancel_after(token: CancelToken, seconds: float) -> threading.Thread:
 def test_a_server_dripping_bytes_cannot_hold_an_attempt_past_its_limit() -> None:
     with loopback_server() as server:
         server.route("GET", "/drip", drip(interval=0.05))
-        session = HttpSession(CancelToken())
+        session = HttpSession(CancelToken(), LOCAL)
         started = time.monotonic()
         with pytest.raises(AttemptTimeoutError) as caught:
             send(session, server.url + "/drip", limit=0.6)
@@ -39,7 +42,7 @@ def test_a_server_dripping_bytes_cannot_hold_an_attempt_past_its_limit() -> None
 def test_waiting_for_headers_is_bounded_by_the_attempt_limit() -> None:
     with loopback_server() as server:
         server.route("GET", "/hang", hang())
-        session = HttpSession(CancelToken())
+        session = HttpSession(CancelToken(), LOCAL)
         started = time.monotonic()
         with pytest.raises(AttemptTimeoutError):
             send(session, server.url + "/hang", limit=0.5)
@@ -51,7 +54,7 @@ def test_cancel_shuts_the_socket_while_waiting_for_headers() -> None:
     with loopback_server() as server:
         server.route("GET", "/hang", hang())
         token = CancelToken()
-        session = HttpSession(token)
+        session = HttpSession(token, LOCAL)
         cancel_after(token, 0.2)
         started = time.monotonic()
         with pytest.raises(CallCancelledError):
@@ -71,7 +74,7 @@ def test_cancel_shuts_the_socket_while_reading_the_body() -> None:
     with loopback_server() as server:
         server.route("GET", "/drip", drip(interval=0.05))
         token = CancelToken()
-        session = HttpSession(token)
+        session = HttpSession(token, LOCAL)
         cancel_after(token, 0.2)
         started = time.monotonic()
         with pytest.raises(CallCancelledError):
@@ -85,7 +88,7 @@ def test_an_attempt_after_cancel_never_touches_the_network() -> None:
         server.route("GET", "/ok", json_answer(200, {}))
         token = CancelToken()
         token.cancel()
-        session = HttpSession(token)
+        session = HttpSession(token, LOCAL)
         with pytest.raises(CallCancelledError):
             send(session, server.url + "/ok")
         session.close()
@@ -96,7 +99,7 @@ def test_the_connection_is_reused_within_one_call_and_dropped_after_an_abort() -
     with loopback_server() as server:
         server.route("GET", "/ok", json_answer(200, {"ok": True}))
         server.route("GET", "/hang", hang())
-        session = HttpSession(CancelToken())
+        session = HttpSession(CancelToken(), LOCAL)
         send(session, server.url + "/ok")
         send(session, server.url + "/ok")
         assert server.accepted == 1  # keep-alive within the call
@@ -110,7 +113,7 @@ def test_the_connection_is_reused_within_one_call_and_dropped_after_an_abort() -
 def test_a_refused_connection_is_a_network_error() -> None:
     with loopback_server() as server:
         url = server.url
-    session = HttpSession(CancelToken())
+    session = HttpSession(CancelToken(), LOCAL)
     with pytest.raises(NetworkError) as caught:
         send(session, url + "/gone")
     assert "cannot connect" in str(caught.value)

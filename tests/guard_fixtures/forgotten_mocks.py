@@ -12,9 +12,9 @@ import responses
 from conftest import API_KEY, BASE, FakeClock
 from loopback import json_answer, loopback_server
 
+from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.client import TeamVaultClient
 from teamvault_mcp.errors import TeamVaultError
-from teamvault_mcp.http import CancelToken
 from teamvault_mcp.retry import Budget, RetryPolicy
 
 
