@@ -2,6 +2,9 @@
 
 Serves ``GET /api/projects/bench/files?path=…`` (the resolve) and
 ``GET /api/projects/bench/files/f1`` (the download) with HTTP/1.1 keep-alive.
+Connections are served by a pool of reused threads, as production servers do, not
+by a new thread per connection (``ThreadingHTTPServer``): that would charge every
+new TCP connection the cost of starting a thread in the stand-in.
 """
 
 from __future__ import annotations
@@ -9,8 +12,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 PROJECT = "bench"
@@ -54,11 +58,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class _PooledHTTPServer(HTTPServer):
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, _Handler)
+        self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="standin")
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.pool.submit(self._serve_connection, request, client_address)
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+
 @contextmanager
 def standin_server() -> Iterator[str]:
     """Run the stand-in on 127.0.0.1 (a free port); yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
+    server = _PooledHTTPServer(("127.0.0.1", 0))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -66,3 +86,4 @@ def standin_server() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+        server.pool.shutdown(wait=False, cancel_futures=True)

@@ -10,6 +10,7 @@ import pytest
 import requests
 import responses
 from conftest import FILES, PROJECT, FakeClock, file_record
+from freezegun import freeze_time
 
 from teamvault_mcp.errors import (
     CallCancelledError,
@@ -19,7 +20,7 @@ from teamvault_mcp.errors import (
     OutOfTimeError,
     TeamVaultError,
 )
-from teamvault_mcp.retry import Budget, RetryPolicy, parse_retry_after, run_with_retries
+from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock, parse_retry_after, run_with_retries
 
 POLICY = RetryPolicy()
 
@@ -306,3 +307,9 @@ def test_the_requests_timeout_is_the_attempt_limit_cut_to_the_budget(
     assert first[1] == 20.0
     assert second[1] == pytest.approx(45.0 - 37.0 - 1.0)  # 7 s left after the 1 s pause
     assert second[0] <= second[1]
+
+
+def test_the_system_clock_reads_retry_after_dates_against_wall_time() -> None:
+    # freezegun moves time.time (the wall clock), which the real clock must follow for HTTP dates.
+    with freeze_time("2026-11-30 12:00:00"):
+        assert parse_retry_after("Mon, 30 Nov 2026 12:00:08 GMT", SystemClock().wall()) == pytest.approx(8.0)
