@@ -240,6 +240,8 @@ class TeamVaultClient:
         )
         if write:
             self.replayed = answer.headers.get("Idempotent-Replayed", "").lower() == "true"
+            if self.replayed:
+                log.info("%s %s: the server replayed the answer of an earlier attempt", method, shown_path)
         return answer
 
     def _log_attempt(self, method: str, path: str, outcome: str, started: float, number: int, write: bool) -> None:

@@ -104,10 +104,12 @@ class ToolRunner:
             return error
         except Exception as error:  # the one place a bug becomes a message instead of a dead server
             log.exception("internal error in %s", tool.name)
-            return TeamVaultError(
+            internal = TeamVaultError(
                 f"Internal error in {tool.name}: {type(error).__name__}: {error}. "
                 "This is a bug in teamvault-mcp; the server keeps running."
             )
+            internal.uncertain = tool.writes  # a write may have been sent before the bug struck
+            return internal
         finally:
             client.close()
             with self._active_lock:
