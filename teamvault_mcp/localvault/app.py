@@ -1,0 +1,489 @@
+"""The local vault's HTTP face: routes, auth, the idempotency layer and fault injection.
+
+One :class:`VaultHandler` serves each connection (HTTP/1.1 keep-alive). A request
+goes: route (404/405) → body (413) → injected fault → auth (401) → project (404) →
+permission (403) → idempotency (replay, 409 in use, 422 mismatch) → the route's
+work in the :class:`~teamvault_mcp.localvault.store.Store` → the answer. The
+order of checks is the real server's (teamvault-api.md §1.2). Anything that escapes
+becomes a bare 500, as Next.js answers an uncaught exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from teamvault_mcp.localvault.faults import Fault, FaultPlan
+from teamvault_mcp.localvault.multipart import MultipartError, Part, parse_form
+from teamvault_mcp.localvault.store import (
+    CREATE_FIELDS,
+    EDIT_ROLES,
+    REPLACE_FIELDS,
+    Change,
+    Store,
+    User,
+    VaultError,
+)
+
+log = logging.getLogger(__name__)
+
+#: Request bodies above this are refused before they are read, as the shipped Caddy config does (50 MB).
+MAX_BODY_BYTES = 50 * 1024 * 1024
+IDEMPOTENCY_RETENTION = 24 * 3600.0
+OBSIDIAN_ORIGIN = "app://obsidian.md"
+
+_ID = r"([^/]+)"
+#: (pattern, {method: route name}); a route name is a VaultHandler method ``route_<name>``.
+ROUTES: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
+    (re.compile(r"/api/auth/me"), {"GET": "me"}),
+    (re.compile(r"/api/projects"), {"GET": "projects"}),
+    (re.compile(rf"/api/projects/{_ID}"), {"GET": "project"}),
+    (re.compile(rf"/api/projects/{_ID}/files"), {"GET": "list_files", "POST": "create_file"}),
+    (
+        re.compile(rf"/api/projects/{_ID}/files/{_ID}"),
+        {"GET": "download", "PUT": "replace", "PATCH": "move", "DELETE": "delete", "OPTIONS": "preflight"},
+    ),
+    (re.compile(rf"/api/projects/{_ID}/files/{_ID}/versions"), {"GET": "versions"}),
+    (re.compile(rf"/api/projects/{_ID}/files/{_ID}/versions/{_ID}"), {"GET": "version", "OPTIONS": "preflight"}),
+    (re.compile(rf"/api/projects/{_ID}/folders"), {"PATCH": "move_folder", "DELETE": "delete_folder"}),
+)
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass
+class Answer:
+    status: int
+    body: bytes = b""
+    content_type: str | None = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def json(cls, status: int, payload: Any) -> Answer:
+        return cls(status, json.dumps(payload, ensure_ascii=False).encode())
+
+    @classmethod
+    def error(cls, error: VaultError) -> Answer:
+        return cls.json(error.status, {"error": {"code": error.code, "message": error.message}})
+
+
+class _Closed(Exception):
+    """The connection is to be dropped without an answer (an injected fault)."""
+
+
+Scope = tuple[str, str, str, str]  # (user id, method, route, Idempotency-Key)
+
+
+@dataclass
+class VaultState:
+    """What every handler thread shares: the data, the faults, the keyed writes in flight."""
+
+    store: Store
+    faults: FaultPlan
+    idempotency_retention: float = IDEMPOTENCY_RETENTION
+    in_flight: dict[Scope, str] = field(default_factory=dict)  # scope → fingerprint
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_purge: float = 0.0
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    params: tuple[str, ...]
+    body: bytes
+    content_type: str
+    user: User
+    key: str | None = None  # the Idempotency-Key of a write
+    #: Where a successful write's answer is remembered, in the write's own transaction.
+    remember: tuple[Scope, str] | None = None
+
+    def arg(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else None
+
+    @property
+    def project_id(self) -> str:
+        return self.params[0]
+
+
+class VaultHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    timeout = 120  # an idle keep-alive connection is closed after this
+    server_version = "teamvault-local"
+    state: VaultState  # set on the class made for each server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = do_GET
+
+    # -- the pipeline ----------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        try:
+            answer = self._answer()
+        except _Closed:
+            self.close_connection = True
+            return
+        except Exception:
+            log.exception("internal error on %s %s", self.command, self.path)
+            answer = Answer(500, b"", None)  # Next.js: no JSON envelope on an uncaught error
+            self.close_connection = True
+        self._send(answer, started)
+
+    def _answer(self) -> Answer:
+        url = urlsplit(self.path)
+        path = url.path
+        route = _route(path)
+        if route is None:
+            self._discard_body()
+            return Answer.error(VaultError(404, "not_found", f"Нет такого маршрута: {path}"))
+        params, methods = route
+        name = methods.get(self.command)
+        if name is None:
+            self._discard_body()
+            allowed = ", ".join(sorted(methods))
+            answer = Answer.error(VaultError(405, "method_not_allowed", f"Метод {self.command} не поддерживается"))
+            answer.headers = (("Allow", allowed),)
+            return answer
+        body = self._read_body()
+        fault = self.state.faults.take(self.command, path)
+        if fault is not None and not fault.applies:
+            return self._fault_instead(fault)
+        if fault is not None and fault.kind == "delay":
+            time.sleep(fault.seconds)
+        if name == "preflight":
+            return Answer(204, b"", None, _cors())
+        user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))
+        if user is None:
+            return Answer.error(VaultError(401, "unauthorized", "Требуется авторизация"))
+        request = Request(
+            self.command,
+            path,
+            parse_qs(url.query),
+            params,
+            body,
+            self.headers.get("Content-Type", ""),
+            user,
+            self.headers.get("Idempotency-Key") if self.command in WRITE_METHODS else None,
+        )
+        handle: Callable[[Request], Answer] = getattr(self, f"route_{name}")
+        answer = self._idempotent(request, handle)
+        if fault is not None and fault.kind == "apply_then_close":
+            raise _Closed()
+        if fault is not None and fault.kind == "drip":
+            self._drip(answer, fault.seconds)
+            raise _Closed()
+        return answer
+
+    def _guarded(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
+        try:
+            if request.params:  # every /api/projects/:id/... route
+                role = self.state.store.role_in(request.project_id, request.user)
+                if request.method in WRITE_METHODS and role not in EDIT_ROLES:
+                    raise VaultError(403, "forbidden", "Недостаточно прав")
+            return handle(request)
+        except VaultError as error:
+            return Answer.error(error)
+
+    def _idempotent(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
+        """The request, through the idempotency layer of teamvault-api.md §11.2 if it is a write with a key."""
+        key = request.key
+        if key is None:
+            return self._guarded(request, handle)
+        if not key.strip() or len(key) > 255:
+            return Answer.error(VaultError(400, "invalid_idempotency_key", "Некорректный Idempotency-Key"))
+        state = self.state
+        scope: Scope = (request.user.id, request.method, request.path, key)
+        fingerprint = _fingerprint(request)
+        # Under the lock, a key is either running (in_flight) or answered (remembered): an
+        # attempt removes itself from in_flight only after its answer is committed.
+        with state.lock:
+            running = state.in_flight.get(scope)
+            remembered = None
+            if running is None:
+                remembered = state.store.remembered_answer(*scope, retention=state.idempotency_retention)
+                if remembered is None:
+                    state.in_flight[scope] = fingerprint
+        if running is not None:
+            if running != fingerprint:
+                return _key_mismatch()
+            return Answer.error(VaultError(409, "idempotency_key_in_use", "Запрос с этим ключом ещё выполняется"))
+        if remembered is not None:
+            if remembered[0] != fingerprint:
+                return _key_mismatch()
+            status, content_type, body = remembered[1:]
+            return Answer(status, body, content_type, (("Idempotent-Replayed", "true"),))
+        try:
+            self._purge_old_answers()
+            request.remember = (scope, fingerprint)
+            answer = self._guarded(request, handle)
+            if 400 <= answer.status < 500:  # a definite refusal is an answer too; nothing was applied
+                with state.store.write() as db:
+                    state.store.remember_answer(
+                        db, *scope, fingerprint, answer.status, answer.content_type, answer.body
+                    )
+            return answer
+        finally:
+            with state.lock:
+                state.in_flight.pop(scope, None)
+
+    def change(self, request: Request, work: Callable[[Change], Answer]) -> Answer:
+        """Run ``work`` in one write transaction; its success answer is remembered in the same one."""
+        with self.state.store.write() as db:
+            answer = work(Change(db, request.project_id, request.user, request.key))
+            if request.remember is not None and answer.status < 300:
+                scope, fingerprint = request.remember
+                self.state.store.remember_answer(
+                    db, *scope, fingerprint, answer.status, answer.content_type, answer.body
+                )
+        return answer
+
+    def _purge_old_answers(self) -> None:
+        if time.monotonic() - self.state.last_purge > 60:
+            self.state.last_purge = time.monotonic()
+            self.state.store.forget_answers_older_than(self.state.idempotency_retention)
+
+    # -- routes ------------------------------------------------------------------------------------
+
+    def route_me(self, request: Request) -> Answer:
+        user = request.user
+        return Answer.json(200, {"user": {"id": user.id, "email": user.email, "name": user.name}})
+
+    def route_projects(self, request: Request) -> Answer:
+        return Answer.json(200, {"projects": self.state.store.projects_of(request.user)})
+
+    def route_project(self, request: Request) -> Answer:
+        return Answer.json(200, {"project": self.state.store.project(request.project_id, request.user)})
+
+    def route_list_files(self, request: Request) -> Answer:
+        files = self.state.store.list_files(
+            request.project_id,
+            path=request.arg("path"),
+            prefix=request.arg("prefix"),
+            include_deleted=request.arg("includeDeleted") == "true",
+        )
+        return Answer.json(200, {"files": [file.as_json() for file in files]})
+
+    def route_download(self, request: Request) -> Answer:
+        file, content = self.state.store.content(request.project_id, request.params[1])
+        return Answer(200, content, file.mime_type or "application/octet-stream", _cors())
+
+    def route_create_file(self, request: Request) -> Answer:
+        if not request.content_type.lower().startswith("multipart/form-data"):
+            raise VaultError(400, "expected_multipart", "Ожидается multipart/form-data")
+        try:
+            form = parse_form(request.content_type, request.body)
+        except MultipartError:
+            raise VaultError(400, "expected_multipart", "Ожидается multipart/form-data") from None
+        path = _text_field(form.get("path"))
+        if not path:
+            raise VaultError(400, "path_required", "Параметр path обязателен")
+        file = form.get("file")
+        if file is None or file.filename is None:
+            raise VaultError(400, "file_required", "Файл обязателен")
+
+        def create(change: Change) -> Answer:
+            created = self.state.store.create(change, path, file.data, file.content_type)
+            return Answer.json(201, {"file": created.as_json(*CREATE_FIELDS)})
+
+        return self.change(request, create)
+
+    def route_replace(self, request: Request) -> Answer:
+        def replace(change: Change) -> Answer:
+            replaced = self.state.store.replace(change, request.params[1], request.body)
+            return Answer.json(200, {"file": replaced.as_json(*REPLACE_FIELDS)})
+
+        return self.change(request, replace)
+
+    def route_move(self, request: Request) -> Answer:
+        new_path = _json_body(request.body).get("newPath")
+        if not isinstance(new_path, str) or not new_path:
+            raise VaultError(400, "invalid_body", "newPath: ожидается непустая строка")
+
+        def move(change: Change) -> Answer:
+            moved = self.state.store.move(change, request.params[1], new_path)
+            return Answer.json(200, {"file": {"id": moved.id, "path": moved.path}})
+
+        return self.change(request, move)
+
+    def route_delete(self, request: Request) -> Answer:
+        def delete(change: Change) -> Answer:
+            self.state.store.delete(change, request.params[1])
+            return Answer.json(200, {"success": True})
+
+        return self.change(request, delete)
+
+    def route_versions(self, request: Request) -> Answer:
+        return Answer.json(200, {"versions": self.state.store.versions(request.project_id, request.params[1])})
+
+    def route_version(self, request: Request) -> Answer:
+        content = self.state.store.version_content(request.project_id, request.params[1], request.params[2])
+        return Answer(200, content, "application/octet-stream", _cors())
+
+    def route_move_folder(self, request: Request) -> Answer:
+        body = _json_body(request.body)
+        path, new_path = body.get("path"), body.get("newPath")
+        if not isinstance(path, str) or not path or not isinstance(new_path, str) or not new_path:
+            raise VaultError(400, "invalid_body", "path и newPath: ожидаются непустые строки")
+        return self.change(
+            request, lambda change: Answer.json(200, self.state.store.move_folder(change, path, new_path))
+        )
+
+    def route_delete_folder(self, request: Request) -> Answer:
+        folder = request.arg("path")
+        if not folder:
+            raise VaultError(400, "invalid_path", "Недопустимый путь папки")
+        return self.change(request, lambda change: Answer.json(200, self.state.store.delete_folder(change, folder)))
+
+    # -- the wire ------------------------------------------------------------------------------------
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() not in ("", "identity"):
+            self._refuse(411, b"Length Required")
+        raw = self.headers.get("Content-Length", "0") or "0"
+        try:
+            length = int(raw)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._refuse(400, b"Bad Content-Length")
+        if length > MAX_BODY_BYTES:
+            self._refuse(413, b"Request Entity Too Large")
+        return self.rfile.read(length) if length else b""
+
+    def _discard_body(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length", "0") or "0")
+        except ValueError:
+            length = -1
+        if 0 < length <= MAX_BODY_BYTES:
+            self.rfile.read(length)
+        elif length != 0:
+            self.close_connection = True
+
+    def _refuse(self, status: int, text: bytes) -> None:
+        """Answer as the proxy in front of the server would (plain text), and drop the connection."""
+        self._send(Answer(status, text, "text/plain; charset=utf-8", (("Connection", "close"),)), time.perf_counter())
+        raise _Closed()
+
+    def _send(self, answer: Answer, started: float) -> None:
+        self.send_response(answer.status)
+        if answer.content_type is not None:
+            self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        for name, value in answer.headers:
+            self.send_header(name, value)
+        self.send_header("Server-Timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer.body)
+
+    def _fault_instead(self, fault: Fault) -> Answer:
+        """A fault that replaces the request's processing: nothing is applied."""
+        if fault.kind == "answer":
+            headers = (("Retry-After", fault.retry_after),) if fault.retry_after is not None else ()
+            return Answer(fault.status, b"injected fault", "text/plain; charset=utf-8", headers)
+        if fault.kind == "hang":
+            self._wait_for_disconnect(fault.seconds)
+            self.state.faults.hang_ended.append(time.monotonic())
+        raise _Closed()  # close_before, and hang once the client is gone
+
+    def _wait_for_disconnect(self, at_most: float) -> None:
+        deadline = time.monotonic() + at_most
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.connection], [], [], 0.01)
+            if readable:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return
+                except OSError:
+                    return
+
+    def _drip(self, answer: Answer, interval: float) -> None:
+        self.send_response(answer.status)
+        if answer.content_type is not None:
+            self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            for index in range(len(answer.body)):
+                self.wfile.write(answer.body[index : index + 1])
+                self.wfile.flush()
+                time.sleep(interval)
+        except OSError:
+            pass  # the client gave up: that is the point of dripping
+
+
+def _route(path: str) -> tuple[tuple[str, ...], dict[str, str]] | None:
+    for pattern, methods in ROUTES:
+        match = pattern.fullmatch(path)
+        if match:
+            return tuple(unquote(group) for group in match.groups()), methods
+    return None
+
+
+def _fingerprint(request: Request) -> str:
+    """Method, route, query and a digest of the body; for multipart the fields, not the boundary."""
+    digest = hashlib.sha256()
+    digest.update(f"{request.method} {request.path}?{sorted(request.query.items())}\n".encode())
+    form = None
+    if request.content_type.lower().startswith("multipart/"):
+        try:
+            form = parse_form(request.content_type, request.body)
+        except MultipartError:
+            form = None
+    if form is None:
+        digest.update(request.body)
+    else:
+        for name in sorted(form):
+            part = form[name]
+            digest.update(f"{name}\0{part.content_type}\0{len(part.data)}\0".encode())
+            digest.update(part.data)
+    return digest.hexdigest()
+
+
+def _key_mismatch() -> Answer:
+    return Answer.error(VaultError(422, "idempotency_key_mismatch", "Ключ уже использован для другого запроса"))
+
+
+def _json_body(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise VaultError(400, "invalid_body", "Некорректное тело запроса: ожидается JSON-объект")
+    return value
+
+
+def _text_field(part: Part | None) -> str | None:
+    if part is None or part.filename is not None:
+        return None  # missing, or a file where a string is expected
+    return part.data.decode("utf-8", errors="replace")
+
+
+def _cors() -> tuple[tuple[str, str], ...]:
+    return (
+        ("Access-Control-Allow-Origin", OBSIDIAN_ORIGIN),
+        ("Access-Control-Allow-Headers", "X-API-Key, Content-Type"),
+        ("Access-Control-Allow-Methods", "GET, OPTIONS"),
+    )
