@@ -101,7 +101,9 @@ class LocalVault:
 
     def start(self) -> LocalVault:
         """Serve in a background thread; returns at once."""
-        self._thread = threading.Thread(target=self._server.serve_forever, name="local-vault", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="local-vault", daemon=True
+        )
         self._thread.start()
         return self
 

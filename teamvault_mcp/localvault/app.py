@@ -106,6 +106,7 @@ class Request:
     content_type: str
     user: User
     key: str | None = None  # the Idempotency-Key of a write
+    fault: Fault | None = None
     #: Where a successful write's answer is remembered, in the write's own transaction.
     remember: tuple[Scope, str] | None = None
 
@@ -142,11 +143,17 @@ class VaultHandler(BaseHTTPRequestHandler):
         except _Closed:
             self.close_connection = True
             return
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away, say after its own time limit
+            return
         except Exception:
             log.exception("internal error on %s %s", self.command, self.path)
             answer = Answer(500, b"", None)  # Next.js: no JSON envelope on an uncaught error
             self.close_connection = True
-        self._send(answer, started)
+        try:
+            self._send(answer, started)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _answer(self) -> Answer:
         url = urlsplit(self.path)
@@ -167,8 +174,6 @@ class VaultHandler(BaseHTTPRequestHandler):
         fault = self.state.faults.take(self.command, path)
         if fault is not None and not fault.applies:
             return self._fault_instead(fault)
-        if fault is not None and fault.kind == "delay":
-            time.sleep(fault.seconds)
         if name == "preflight":
             return Answer(204, b"", None, _cors())
         user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))
@@ -183,6 +188,7 @@ class VaultHandler(BaseHTTPRequestHandler):
             self.headers.get("Content-Type", ""),
             user,
             self.headers.get("Idempotency-Key") if self.command in WRITE_METHODS else None,
+            fault,
         )
         handle: Callable[[Request], Answer] = getattr(self, f"route_{name}")
         answer = self._idempotent(request, handle)
@@ -194,6 +200,8 @@ class VaultHandler(BaseHTTPRequestHandler):
         return answer
 
     def _guarded(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
+        if request.fault is not None and request.fault.kind == "delay":
+            time.sleep(request.fault.seconds)  # slow work: a keyed write is already "in flight" here
         try:
             if request.params:  # every /api/projects/:id/... route
                 role = self.state.store.role_in(request.project_id, request.user)

@@ -6,7 +6,7 @@ what the next matching requests get:
 - ``Fault.answer(503, retry_after="1")``: an error status, nothing applied;
 - ``Fault.close_before()``: the connection closed before anything is applied;
 - ``Fault.apply_then_close()``: applied, then the connection closed without an answer;
-- ``Fault.delay(seconds)``: a pause, then the request is served normally;
+- ``Fault.delay(seconds)``: the work takes ``seconds`` longer (a keyed write is in flight meanwhile);
 - ``Fault.drip(interval)``: applied, then the answer sent one byte per ``interval``;
 - ``Fault.hang()``: nothing sent until the client goes away; nothing applied.
 
@@ -73,11 +73,13 @@ class _Rule:
 class FaultPlan:
     """The faults still to deal out; thread-safe.
 
-    ``injected`` records each fault dealt as ``(method, path, fault)``; ``hang_ended``
-    the monotonic time at which each hanging request saw its client go away.
+    ``seen`` records every request the vault routed, as ``(method, path)``; ``injected``
+    each fault dealt, as ``(method, path, fault)``; ``hang_ended`` the monotonic time at
+    which each hanging request saw its client go away.
     """
 
     chooser: Chooser | None = None
+    seen: list[tuple[str, str]] = field(default_factory=list)
     injected: list[tuple[str, str, Fault]] = field(default_factory=list)
     hang_ended: list[float] = field(default_factory=list)
     _rules: list[_Rule] = field(default_factory=list)
@@ -95,6 +97,7 @@ class FaultPlan:
 
     def take(self, method: str, path: str) -> Fault | None:
         with self._lock:
+            self.seen.append((method, path))
             for rule in self._rules:
                 if rule.method in (method, "*") and fnmatch.fnmatchcase(path, rule.pattern):
                     rule.remaining -= 1

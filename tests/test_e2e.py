@@ -1,0 +1,172 @@
+"""End to end over real sockets: an MCP client → ``teamvault-mcp`` over stdio → the local vault.
+
+The vault runs in this process, so a test can script its faults and look at its
+data; the MCP server is the real entry point in a child process.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
+from teamvault_mcp.localvault import Fault, LocalVault
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = "/api/projects/*/files"
+FILE = "/api/projects/*/files/*"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Any:
+    with LocalVault(tmp_path / "vault") as running:
+        yield running
+
+
+@asynccontextmanager
+async def mcp_over_stdio(args: list[str], env: dict[str, str]) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "teamvault_mcp", *args], env=env, cwd=ROOT)
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            yield client
+
+
+def vault_env(vault: LocalVault, **extra: str) -> dict[str, str]:
+    return {
+        "TEAM_VAULT_URL": vault.url,
+        "TEAM_VAULT_API_KEY": vault.api_key,
+        "TEAM_VAULT_PROJECT_ID": vault.project_id,
+        **extra,
+    }
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
+    result = await client.call_tool(tool, arguments)
+    return result.content[0].text, result.is_error, result.structured_content
+
+
+def live_notes(vault: LocalVault) -> dict[str, bytes]:
+    files = vault.store.list_files(vault.project_id, path=None, prefix=None, include_deleted=False)
+    return {file.path: vault.store.content(vault.project_id, file.id)[1] for file in files}
+
+
+def writes_logged(vault: LocalVault) -> list[tuple[str, str | None]]:
+    return [(op["kind"], op["idempotencyKey"]) for op in vault.store.operations(vault.project_id)]
+
+
+async def test_every_tool_end_to_end(vault: LocalVault) -> None:
+    async with mcp_over_stdio([], vault_env(vault)) as client:
+        _, is_error, me = await call(client, "whoami")
+        assert not is_error and me["email"] == "local@teamvault.invalid"
+        _, _, projects = await call(client, "list_projects")
+        assert [p["id"] for p in projects["projects"]] == [vault.project_id]
+
+        _, is_error, created = await call(client, "write_note", path="people\\kuzma.md", content="# Kuzma\n")
+        assert (is_error, created) == (False, {"path": "people/kuzma.md", "action": "created", "size": 8})
+        _, _, updated = await call(client, "write_note", path="./people/kuzma.md", content="# Kuzma Minin\n")
+        assert updated["action"] == "updated"
+        text, _, _ = await call(client, "read_note", path="people//kuzma.md")
+        assert text == "# Kuzma Minin\n"
+        _, _, notes = await call(client, "list_notes", prefix="people/")
+        assert notes == {"notes": [{"path": "people/kuzma.md", "type": "TEXT", "size": 14}]}
+        _, _, versions = await call(client, "list_note_versions", path="people/kuzma.md")
+        assert [v["versionNumber"] for v in versions["versions"]] == [2, 1]
+
+        _, _, moved = await call(client, "move_note", path="people/kuzma.md", newPath="archive/kuzma.md")
+        assert moved["path"] == "archive/kuzma.md"
+        _, _, deleted = await call(client, "delete_note", path="archive/kuzma.md")
+        assert deleted == {"path": "archive/kuzma.md", "action": "deleted"}
+        text, is_error, _ = await call(client, "read_note", path="archive/kuzma.md")
+        assert (text, is_error) == ("Note not found: archive/kuzma.md", True)
+    assert live_notes(vault) == {}
+    assert [kind for kind, _ in writes_logged(vault)] == ["CREATE", "UPDATE", "MOVE", "DELETE"]
+    assert all(key for _, key in writes_logged(vault))  # every write carried an Idempotency-Key
+
+
+async def test_cancel_during_a_hanging_request_reaches_the_vault_at_once(vault: LocalVault) -> None:
+    vault.faults.add("GET", FILES, Fault.hang())
+    async with mcp_over_stdio([], vault_env(vault)) as client:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("read_note", {"path": "a.md"})
+        cancelled_at = time.monotonic()
+        while not vault.faults.hang_ended and time.monotonic() - cancelled_at < 5:
+            await anyio.sleep(0.002)
+        assert vault.faults.hang_ended, "the vault never saw the client go away"
+        assert vault.faults.hang_ended[0] - cancelled_at < 0.1
+        # A retry would come after the 1 s pause (plus jitter); wait that long, then look.
+        await anyio.sleep(1.3)
+        _, is_error, _ = await call(client, "whoami")
+    assert not is_error
+    assert vault.faults.seen == [("GET", vault_files_path(vault)), ("GET", "/api/auth/me")]
+
+
+def vault_files_path(vault: LocalVault) -> str:
+    return f"/api/projects/{vault.project_id}/files"
+
+
+async def test_a_dripping_body_is_cut_at_the_attempt_limit_and_retried(vault: LocalVault) -> None:
+    body = "x" * 400
+    async with mcp_over_stdio([], vault_env(vault, TEAM_VAULT_ATTEMPT_TIMEOUT="1")) as client:
+        await call(client, "write_note", path="slow.md", content=body)
+        vault.faults.add("GET", FILE, Fault.drip(0.05))  # 400 bytes at 20 per second: 20 s
+        started = time.monotonic()
+        text, is_error, _ = await call(client, "read_note", path="slow.md")
+        elapsed = time.monotonic() - started
+    assert (text, is_error) == (body, False)
+    assert 2.0 <= elapsed < 4.0  # 1 s cut attempt + 1 s pause + a quick second attempt
+    downloads = [entry for entry in vault.faults.seen if entry[0] == "GET" and entry[1].count("/") == 5]
+    assert len(downloads) == 2
+
+
+@pytest.mark.parametrize(("existing", "action"), [(False, "created"), (True, "updated")])
+async def test_apply_then_close_is_retried_and_replayed_applied_exactly_once(
+    vault: LocalVault, existing: bool, action: str
+) -> None:
+    async with mcp_over_stdio([], vault_env(vault)) as client:
+        if existing:
+            await call(client, "write_note", path="n.md", content="before\n")
+        method, pattern = ("PUT", FILE) if existing else ("POST", FILES)
+        vault.faults.add(method, pattern, Fault.apply_then_close())
+        text, is_error, result = await call(client, "write_note", path="n.md", content="after\n")
+    assert not is_error, text
+    assert result["action"] == action
+    assert live_notes(vault) == {"n.md": b"after\n"}
+    last_write = writes_logged(vault)[-1]
+    assert sum(1 for entry in writes_logged(vault) if entry == last_write) == 1  # applied once
+    assert [m for m, _ in vault.faults.seen].count(method) == 2  # the first attempt and the replayed one
+
+
+async def test_a_write_that_never_got_an_answer_says_so(vault: LocalVault) -> None:
+    vault.faults.add("PUT", FILE, Fault.close_before(), times=2)
+    # A 3.5 s budget leaves room for two attempts and the 1 s pause between them, not for the 3 s one.
+    async with mcp_over_stdio([], vault_env(vault, TEAM_VAULT_CALL_BUDGET="3.5")) as client:
+        await call(client, "write_note", path="n.md", content="before\n")
+        text, is_error, _ = await call(client, "write_note", path="n.md", content="after\n")
+    assert is_error
+    assert "Gave up after 2 attempts" in text
+    assert text.endswith(UNCERTAIN_WRITE_HINT)
+    assert live_notes(vault) == {"n.md": b"before\n"}  # here, in fact, it was not applied
+
+
+async def test_local_mode_runs_on_an_embedded_vault_that_keeps_its_notes(tmp_path: Path) -> None:
+    data = tmp_path / "my-vault"
+    async with mcp_over_stdio(["--local", str(data)], {}) as client:
+        _, is_error, written = await call(client, "write_note", path="inbox/idea.md", content="an idea\n")
+        assert not is_error
+        assert written["action"] == "created"
+    async with mcp_over_stdio(["--local", str(data)], {}) as client:
+        text, is_error, _ = await call(client, "read_note", path="inbox/idea.md")
+    assert (text, is_error) == ("an idea\n", False)
+    assert (data / "api-key").stat().st_mode & 0o777 == 0o600
