@@ -191,6 +191,10 @@ class VaultHandler(BaseHTTPRequestHandler):
             fault,
         )
         handle: Callable[[Request], Answer] = getattr(self, f"route_{name}")
+        try:
+            self._authorize(request)
+        except VaultError as error:
+            return Answer.error(error)
         answer = self._idempotent(request, handle)
         if fault is not None and fault.kind == "apply_then_close":
             raise _Closed()
@@ -199,14 +203,17 @@ class VaultHandler(BaseHTTPRequestHandler):
             raise _Closed()
         return answer
 
+    def _authorize(self, request: Request) -> None:
+        """404 for an unknown project (or a non-member), then 403 for a write without edit rights."""
+        if request.params:  # every /api/projects/:id/... route
+            role = self.state.store.role_in(request.project_id, request.user)
+            if request.method in WRITE_METHODS and role not in EDIT_ROLES:
+                raise VaultError(403, "forbidden", "Недостаточно прав")
+
     def _guarded(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
         if request.fault is not None and request.fault.kind == "delay":
             time.sleep(request.fault.seconds)  # slow work: a keyed write is already "in flight" here
         try:
-            if request.params:  # every /api/projects/:id/... route
-                role = self.state.store.role_in(request.project_id, request.user)
-                if request.method in WRITE_METHODS and role not in EDIT_ROLES:
-                    raise VaultError(403, "forbidden", "Недостаточно прав")
             return handle(request)
         except VaultError as error:
             return Answer.error(error)
@@ -476,7 +483,7 @@ def _key_mismatch() -> Answer:
 def _json_body(body: bytes) -> dict[str, Any]:
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested beyond the parser's depth
         value = None
     if not isinstance(value, dict):
         raise VaultError(400, "invalid_body", "Некорректное тело запроса: ожидается JSON-объект")

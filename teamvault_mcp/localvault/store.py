@@ -162,6 +162,10 @@ def file_type_for(path: str, mime_type: str) -> str:
 def gate(raw: str, *, incoming: bool) -> str:
     """The server's path gate: the stored path, or 400 ``invalid_path`` with the gate's message."""
     try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from JSON: no database can store it
+        raise VaultError(400, "invalid_path", "Path is not valid Unicode") from None
+    try:
         return stored_path_of(raw, incoming=incoming)
     except InvalidPathError as error:
         raise VaultError(400, "invalid_path", error.rule) from None
@@ -665,8 +669,8 @@ def _check_not_blocked(db: sqlite3.Connection, project_id: str, path: str) -> No
 
 def _folder_gate(raw: str, *, incoming: bool) -> str:
     try:
-        return stored_path_of(raw.rstrip("/"), incoming=incoming)
-    except InvalidPathError:
+        return gate(raw.rstrip("/"), incoming=incoming)
+    except VaultError:
         raise VaultError(400, "invalid_path", "Недопустимый путь папки") from None
 
 
