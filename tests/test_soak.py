@@ -160,7 +160,8 @@ async def test_no_write_is_lost_or_doubled_under_faults(tmp_path: Path) -> None:
     # Nothing lost: every write that took effect is in the log, and in the history of its note.
     assert sorted(written) == sorted(hashlib.sha256(c.encode()).hexdigest() for c in applied_contents)
     assert versions == len(applied_contents)  # unique contents: one version per applied write
-    assert counts["done"] > CALLS * 0.8  # most faults are absorbed by the retries
+    uncertain = counts["uncertain, applied"] + counts["uncertain, not applied"]
+    assert uncertain < CALLS * 0.15  # the retries absorb most faults (30 % of requests): few calls end in doubt
 
     print(f"\nsoak: {CALLS} write tool calls, seed {SEED}, {requests_seen} HTTP requests")
     print("  outcomes: " + ", ".join(f"{name} {count}" for name, count in sorted(counts.items())))

@@ -422,15 +422,17 @@ class VaultHandler(BaseHTTPRequestHandler):
         raise _Closed()  # close_before, and hang once the client is gone
 
     def _wait_for_disconnect(self, at_most: float) -> None:
+        watcher = select.poll()  # not select.select: it fails on descriptors above 1023
+        watcher.register(self.connection, select.POLLIN | select.POLLHUP | select.POLLERR)
         deadline = time.monotonic() + at_most
         while time.monotonic() < deadline:
-            readable, _, _ = select.select([self.connection], [], [], 0.01)
-            if readable:
+            if watcher.poll(10):
                 try:
                     if self.connection.recv(1, socket.MSG_PEEK) == b"":
                         return
                 except OSError:
                     return
+                time.sleep(0.01)  # readable but not closed: the client sent more; keep holding
 
     def _drip(self, answer: Answer, interval: float) -> None:
         self.send_response(answer.status)

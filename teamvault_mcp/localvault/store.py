@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import mimetypes
 import os
+import queue
 import secrets
 import sqlite3
 import tempfile
@@ -127,8 +128,7 @@ class FileRow:
         return {name: full[name] for name in fields} if fields else full
 
 
-#: The field sets of the three endpoints that return a file (teamvault-api.md §3.1, §3.2, §3.4).
-LIST_FIELDS: tuple[str, ...] = ()
+#: The field sets of POST and PUT answers (teamvault-api.md §3.2, §3.4); a list gives every field (§3.1).
 CREATE_FIELDS = ("id", "path", "fileType", "contentHash", "size", "mimeType", "createdAt", "updatedAt")
 REPLACE_FIELDS = ("id", "path", "fileType", "contentHash", "size", "mimeType", "updatedAt")
 
@@ -179,49 +179,59 @@ class Store:
         self.blob_dir = data_dir / "blobs"
         self.max_file_size = max_file_size
         self.blob_dir.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._all_connections: list[sqlite3.Connection] = []
-        self._connections_lock = threading.Lock()
-        with self._connect() as db:
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        with self.read() as db:
             db.executescript(SCHEMA)
 
     # -- connections and transactions ------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection from the pool; returned to it afterwards (the server makes a thread per client)."""
+        try:
+            db = self._idle.get_nowait()
+        except queue.Empty:
             db = sqlite3.connect(self.data_dir / "vault.sqlite3", isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")  # a committed note survives a power cut
             db.execute("PRAGMA busy_timeout=10000")
-            self._local.db = db
-            with self._connections_lock:
-                self._all_connections.append(db)
-        return db
+            with self._all_lock:
+                self._all.append(db)
+        try:
+            yield db
+        finally:
+            self._idle.put(db)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        yield self._connect()
+        with self._connection() as db:
+            yield db
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed if the block ends normally, rolled back if it raises."""
-        db = self._connect()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        with self._connection() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def connections(self) -> int:
+        """How many SQLite connections the store has opened (they are pooled, not one per client)."""
+        with self._all_lock:
+            return len(self._all)
 
     def close(self) -> None:
-        with self._connections_lock:
-            for db in self._all_connections:
+        with self._all_lock:
+            for db in self._all:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()
-            self._all_connections.clear()
-        self._local = threading.local()
+            self._all.clear()
 
     # -- blobs -----------------------------------------------------------------------------------
 
