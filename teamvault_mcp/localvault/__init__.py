@@ -111,6 +111,7 @@ class LocalVault:
         self._server.serve_forever()
 
     def stop(self) -> None:
+        self.state.stopping.set()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:

@@ -94,6 +94,8 @@ class VaultState:
     in_flight: dict[Scope, str] = field(default_factory=dict)  # scope → fingerprint
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_purge: float = 0.0
+    #: Set when the vault stops: injected delays, drips and hangs end at once.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -212,7 +214,7 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     def _guarded(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
         if request.fault is not None and request.fault.kind == "delay":
-            time.sleep(request.fault.seconds)  # slow work: a keyed write is already "in flight" here
+            self.state.stopping.wait(request.fault.seconds)  # slow work; a keyed write is "in flight" here
         try:
             return handle(request)
         except VaultError as error:
@@ -425,14 +427,14 @@ class VaultHandler(BaseHTTPRequestHandler):
         watcher = select.poll()  # not select.select: it fails on descriptors above 1023
         watcher.register(self.connection, select.POLLIN | select.POLLHUP | select.POLLERR)
         deadline = time.monotonic() + at_most
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.state.stopping.is_set():
             if watcher.poll(10):
                 try:
                     if self.connection.recv(1, socket.MSG_PEEK) == b"":
                         return
                 except OSError:
                     return
-                time.sleep(0.01)  # readable but not closed: the client sent more; keep holding
+                self.state.stopping.wait(0.01)  # readable but not closed: the client sent more; keep holding
 
     def _drip(self, answer: Answer, interval: float) -> None:
         self.send_response(answer.status)
@@ -445,7 +447,8 @@ class VaultHandler(BaseHTTPRequestHandler):
             for index in range(len(answer.body)):
                 self.wfile.write(answer.body[index : index + 1])
                 self.wfile.flush()
-                time.sleep(interval)
+                if self.state.stopping.wait(interval):
+                    return
         except OSError:
             pass  # the client gave up: that is the point of dripping
 
