@@ -118,28 +118,28 @@ class CancelToken:
     def __init__(self) -> None:
         self.event = threading.Event()
         self._lock = threading.Lock()
-        self._attempt: AttemptGuard | None = None
+        self._attempts: set[AttemptGuard] = set()  # several when a batch reads notes concurrently
 
     @property
     def cancelled(self) -> bool:
         return self.event.is_set()
 
     def cancel(self) -> None:
-        """Stop the call: no further attempt, and the one in flight is aborted now."""
+        """Stop the call: no further attempt, and those in flight are aborted now."""
         self.event.set()
         with self._lock:
-            attempt = self._attempt
-        if attempt is not None:
+            attempts = list(self._attempts)
+        for attempt in attempts:
             attempt.stop("cancelled")
 
     def attach(self, attempt: AttemptGuard) -> None:
-        """``attempt`` is the call's request in flight; a cancel from now on shuts its sockets."""
+        """``attempt`` is a request of the call in flight; a cancel from now on shuts its sockets."""
         with self._lock:
-            self._attempt = attempt
+            self._attempts.add(attempt)
         if self.event.is_set():
             attempt.stop("cancelled")
 
-    def detach(self) -> None:
+    def detach(self, attempt: AttemptGuard) -> None:
         """The attempt is over: a late cancel can no longer reach a connection another request reuses."""
         with self._lock:
-            self._attempt = None
+            self._attempts.discard(attempt)

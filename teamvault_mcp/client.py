@@ -87,6 +87,19 @@ class TeamVaultClient:
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False
 
+    def fork(self) -> TeamVaultClient:
+        """A client for another thread of the same call: same budget, cancel token and key; its own session."""
+        twin = TeamVaultClient(
+            self._base_url,
+            self._api_key,
+            budget=self._budget,
+            token=self._token,
+            clock=self._clock,
+            policy=self._policy,
+        )
+        twin.idempotency_key = self.idempotency_key
+        return twin
+
     def __repr__(self) -> str:
         return f"TeamVaultClient({self._base_url!r})"
 

@@ -10,6 +10,7 @@ turns them into tool results. Nothing else translates errors.
     │   ├── InvalidPathError        a path the server would refuse (names the rule)
     │   └── NoProjectError          no ``projectId`` and no default project
     ├── NoteNotFoundError           ``Note not found: <path>``
+    ├── SectionNotFoundError        no heading at that tocPath; names the headings that exist
     ├── NotTextError                ``Not a text file: <path> (<mimeType>).``
     ├── HTTPStatusError             the server answered with an error status
     │   └── KeyInUseError           409 ``idempotency_key_in_use``: retried until the budget ends
@@ -79,6 +80,22 @@ class NoteNotFoundError(TeamVaultError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"Note not found: {printable(path)}")
+
+
+class SectionNotFoundError(TeamVaultError):
+    """No heading ``missing`` under ``found`` in the note; ``available`` are the headings there."""
+
+    def __init__(self, path: str, found: tuple[str, ...], missing: str, available: list[str]) -> None:
+        where = f"under {' > '.join(found)}" if found else "at the top level"
+        if not available and not found:
+            text = f"{printable(path)} has no headings: read it by lines with startLine/endLine."
+        elif not available:
+            text = f'Section not found: "{missing}" {where} of {printable(path)}, which has no subheadings.'
+        else:
+            names = ", ".join(f'"{name}"' for name in available)
+            label = "Top-level headings" if not found else "Headings there"
+            text = f'Section not found: "{missing}" {where} of {printable(path)}. {label}: {names}.'
+        super().__init__(f"{text} Call note_outline to see the structure.")
 
 
 class NotTextError(TeamVaultError):

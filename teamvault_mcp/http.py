@@ -173,7 +173,7 @@ class HttpSession:
         finally:
             attempt.finish()
             _running.attempt = None
-            self._token.detach()
+            self._token.detach(attempt)
             if attempt.stopped_because is not None:
                 # A shut-down socket must never be handed out again, not even within this call.
                 self._adapter.poolmanager.clear()

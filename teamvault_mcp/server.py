@@ -26,24 +26,28 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from teamvault_mcp import __version__
+from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, write_failure_text
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
-from teamvault_mcp.tools import Tool, ToolContext, ToolOutput, tools_for
+from teamvault_mcp.tools import Tool, tools_for
 
 log = logging.getLogger(__name__)
 
 #: Tool calls running at once. anyio's default thread limiter (40) also serves stdin/stdout.
 MAX_CONCURRENT_CALLS = 8
 
-INSTRUCTIONS = (
-    "Tools for a Team Vault: a shared Obsidian vault that people edit at the same time. Notes are "
-    "named by vault path ('people/kuzma-minin.md'); paths are case-sensitive. Read a note before "
-    "you overwrite it. Each call has a time budget and is retried safely on network trouble; when "
-    "an error says a change may or may not have been applied, check with read_note or list_notes "
-    "before calling again."
-)
+INSTRUCTIONS = """\
+Tools for a Team Vault: a shared Obsidian vault that people edit at the same time.
+- Paths: notes are named by vault path ('people/kuzma-minin.md'), case-sensitive, '/' between folders.
+- Read frugally: list_notes(prefix='people/', depth=1) to see a folder without its whole subtree; \
+note_outline(path) for a note's headings, note_outline(path, tocPath=[...]) to go one level down; \
+then read_note(path, section=[...]) or read_note(path, startLine=, endLine=) for just that part; \
+read_notes(paths=[...]) for several notes at once. Anything cut says so and gives the call that reads the rest.
+- Write carefully: read a note before you overwrite it with write_note; others may have changed it.
+- After an error that says a change may or may not have been applied, check with read_note or list_notes \
+before calling again: a blind retry could apply the change twice."""
 
 
 class ToolRunner:
@@ -76,7 +80,7 @@ class ToolRunner:
         if isinstance(output, TeamVaultError):
             return _error_result(write_failure_text(output) if tool.writes else str(output))
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
-        return types.CallToolResult(content=content, structured_content=output.structured)
+        return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
     def _execute(
         self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken

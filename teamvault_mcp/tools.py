@@ -1,109 +1,118 @@
 """The tool table: every tool declared once, with its schema, annotations, checks and handler.
 
 ``server.py`` loops over :data:`TOOLS`: the input schema sent in ``tools/list``, the
-argument checks and the handler all come from one :class:`Tool` declaration.
-Handlers are plain blocking functions; they get a :class:`ToolContext` (the call's
-client and default project) and the checked arguments, and return a
-:class:`ToolOutput` or raise a :class:`~teamvault_mcp.errors.TeamVaultError`.
+argument checks and the handler all come from one :class:`Tool` declaration. The
+handlers live in ``notes.py`` and ``reading.py``; see ``calls.py`` for what they get.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import mimetypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from teamvault_mcp.errors import (
-    HTTPStatusError,
-    NoProjectError,
-    NoteNotFoundError,
-    NotTextError,
-    ToolInputError,
+from teamvault_mcp.calls import ToolContext, ToolOutput
+from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.notes import delete_note, list_note_versions, list_projects, move_note, whoami, write_note
+from teamvault_mcp.reading import (
+    DEFAULT_EXCERPT_CHARS,
+    DEFAULT_LIST_LIMIT,
+    list_notes,
+    note_outline,
+    read_note,
+    read_notes,
 )
-from teamvault_mcp.paths import stored_path_of
-
-if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
-    from teamvault_mcp.client import TeamVaultClient, VaultFile
 
 #: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
 MAX_PATH_CHARS = 4096
 MAX_ID_CHARS = 256
+MAX_BATCH = 20
+
+Kind = Literal["path", "content", "id", "prefix", "cursor", "toc", "paths", "count"]
 
 
 @dataclass(frozen=True)
 class Param:
-    """One string argument of a tool."""
+    """One argument of a tool: its JSON schema and its check come from ``kind``.
+
+    Strings: ``path`` and ``id`` (non-empty), ``content`` (at most 5 MiB), ``prefix``,
+    ``cursor``. Arrays of strings: ``toc`` (heading names), ``paths`` (1–20 paths).
+    Integers: ``count``, between ``minimum`` and ``maximum``.
+    """
 
     name: str
     description: str
-    kind: Literal["path", "content", "id", "prefix"] = "path"
+    kind: Kind = "path"
     required: bool = True
+    minimum: int = 1
+    maximum: int | None = None
 
     def schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "string", "description": self.description}
-        if self.kind in ("path", "id"):
-            schema["minLength"] = 1
-        if self.kind == "content":
-            schema["maxLength"] = MAX_CONTENT_BYTES
+        schema: dict[str, Any] = {"description": self.description}
+        if self.kind == "count":
+            schema.update(type="integer", minimum=self.minimum)
+            if self.maximum is not None:
+                schema["maximum"] = self.maximum
+        elif self.kind in ("toc", "paths"):
+            schema.update(type="array", items={"type": "string"})
+            if self.kind == "paths":
+                schema.update(minItems=1, maxItems=MAX_BATCH)
+        else:
+            schema["type"] = "string"
+            if self.kind in ("path", "id", "cursor"):
+                schema["minLength"] = 1
+            if self.kind == "content":
+                schema["maxLength"] = MAX_CONTENT_BYTES
         return schema
 
-    def check(self, value: Any) -> str:
+    def check(self, value: Any) -> Any:
         """The value if it is acceptable; a :class:`ToolInputError` saying what is wrong otherwise."""
+        if self.kind == "count":
+            return self._check_count(value)
+        if self.kind in ("toc", "paths"):
+            return self._check_list(value)
+        return self._check_string(value, f"Argument '{self.name}'")
+
+    def _check_string(self, value: Any, what: str) -> str:
         if not isinstance(value, str):
-            raise ToolInputError(
-                f"Argument '{self.name}' must be a string, got {_json_type(value)}. {self.description}"
-            )
-        if self.kind in ("path", "id") and not value:
-            raise ToolInputError(f"Argument '{self.name}' must not be empty. {self.description}")
-        limit = {"path": MAX_PATH_CHARS, "prefix": MAX_PATH_CHARS, "id": MAX_ID_CHARS}.get(self.kind)
+            raise ToolInputError(f"{what} must be a string, got {_json_type(value)}. {self.description}")
+        if self.kind in ("path", "id", "cursor", "paths") and not value:
+            raise ToolInputError(f"{what} must not be empty. {self.description}")
+        limit = MAX_ID_CHARS if self.kind == "id" else MAX_PATH_CHARS if self.kind != "content" else None
         if limit is not None and len(value) > limit:
-            raise ToolInputError(f"Argument '{self.name}' is {len(value)} characters long; the limit is {limit}.")
+            raise ToolInputError(f"{what} is {len(value)} characters long; the limit is {limit}.")
         try:
             size = len(value.encode("utf-8"))
         except UnicodeEncodeError as exc:
             raise ToolInputError(
-                f"Argument '{self.name}' is not valid Unicode text (a lone surrogate at character {exc.start})."
+                f"{what} is not valid Unicode text (a lone surrogate at character {exc.start})."
             ) from None
         if self.kind == "content" and size > MAX_CONTENT_BYTES:
             raise ToolInputError(
-                f"Argument '{self.name}' is {size:,} bytes; notes written through this tool are limited to "
+                f"{what} is {size:,} bytes; notes written through this tool are limited to "
                 f"{MAX_CONTENT_BYTES:,} bytes (UTF-8). Nothing was written; split the text into several notes."
             )
         return value
 
+    def _check_list(self, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise ToolInputError(
+                f"Argument '{self.name}' must be an array of strings, got {_json_type(value)}. {self.description}"
+            )
+        if self.kind == "paths" and not 1 <= len(value) <= MAX_BATCH:
+            raise ToolInputError(f"Argument '{self.name}' must hold 1 to {MAX_BATCH} paths, not {len(value)}.")
+        return [self._check_string(item, f"Item {index} of '{self.name}'") for index, item in enumerate(value)]
 
-@dataclass(frozen=True)
-class ToolOutput:
-    """A tool's success: the text the model reads, and the same data as structured content."""
-
-    text: str
-    structured: dict[str, Any] | None = None
-
-
-@dataclass
-class ToolContext:
-    """What a handler needs: the call's client and the default project."""
-
-    client: TeamVaultClient
-    default_project_id: str | None
-
-    def project(self, args: Mapping[str, Any]) -> str:
-        project_id = args.get("projectId") or self.default_project_id
-        if not project_id:
-            raise NoProjectError()
-        return str(project_id)
-
-    def existing(self, project_id: str, path: str) -> tuple[str, VaultFile]:
-        """The stored form of ``path`` and the live file there; :class:`NoteNotFoundError` if none."""
-        stored = stored_path_of(path)
-        file = self.client.find_file(project_id, stored)
-        if file is None:
-            raise NoteNotFoundError(stored)
-        return stored, file
+    def _check_count(self, value: Any) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ToolInputError(f"Argument '{self.name}' must be an integer, got {_json_type(value)}.")
+        if value < self.minimum or (self.maximum is not None and value > self.maximum):
+            upper = f" and at most {self.maximum:,}" if self.maximum is not None else ""
+            raise ToolInputError(f"Argument '{self.name}' must be at least {self.minimum}{upper}, not {value}.")
+        return value
 
 
 Handler = Callable[[ToolContext, Mapping[str, Any]], ToolOutput]
@@ -173,119 +182,13 @@ NOTE_PATH = Param(
     "Vault-relative path of the note, e.g. 'people/kuzma-minin.md'. "
     "'./a.md', 'dir\\a.md' and 'dir//a.md' name the same notes as 'a.md' and 'dir/a.md'.",
 )
-
-
-# -- handlers -----------------------------------------------------------------------------------
-
-
-def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    user = ctx.client.whoami()
-    return _json_output({"id": user.get("id"), "email": user.get("email"), "name": user.get("name")})
-
-
-def list_projects(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    projects = [{"id": p.get("id"), "slug": p.get("slug"), "name": p.get("name")} for p in ctx.client.list_projects()]
-    return _json_output(projects, key="projects")
-
-
-def list_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    files = ctx.client.list_files(project_id, prefix=_prefix(args.get("prefix")))
-    notes = [{"path": f.path, "type": f.file_type, "size": f.size} for f in files]
-    return _json_output(notes, key="notes")
-
-
-def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    path, file = ctx.existing(project_id, args["path"])
-    if file.file_type != "TEXT":
-        raise NotTextError(path, file.mime_type or file.file_type)
-    return ToolOutput(ctx.client.download(project_id, file.id).decode("utf-8", errors="replace"))
-
-
-def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    _, file = ctx.existing(project_id, args["path"])
-    versions = ctx.client.list_versions(project_id, file.id)
-    if all(isinstance(v.get("versionNumber"), int) for v in versions):
-        versions.sort(key=lambda v: v["versionNumber"], reverse=True)  # newest first, whatever the server did
-    return _json_output(versions, key="versions")
-
-
-def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    path = stored_path_of(args["path"])
-    content = args["content"].encode("utf-8")
-    existing = ctx.client.find_file(project_id, path)
-    if existing is not None:
-        if existing.file_type != "TEXT":
-            raise NotTextError(path, existing.mime_type or existing.file_type)
-        written = ctx.client.replace_content(project_id, existing.id, content)
-        action = "updated"
-    else:
-        stored_path_of(args["path"], incoming=True)  # the server's gate for new paths, before the POST
-        written = _create(ctx, project_id, path, content)
-        action = "created"
-    size = written.size if written.size is not None else len(content)
-    return _json_output({"path": written.path, "action": action, "size": size})
-
-
-def _create(ctx: ToolContext, project_id: str, path: str, content: bytes) -> VaultFile:
-    try:
-        return ctx.client.create_file(project_id, path, content, mime_type_for(path))
-    except HTTPStatusError as error:
-        # 409 path_exists after an attempt that got no answer: on a server without
-        # Idempotency-Key support that attempt may be the one that created the note.
-        # If the note there holds exactly our bytes, the write did happen.
-        if error.code == "path_exists" and error.uncertain:
-            there = ctx.client.find_file(project_id, path)
-            if there is not None and there.content_hash == hashlib.sha256(content).hexdigest():
-                return there
-        raise
-
-
-def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    new_path = stored_path_of(args["newPath"], incoming=True)  # refused before any request, like path
-    _, file = ctx.existing(project_id, args["path"])
-    moved = ctx.client.move_file(project_id, file.id, new_path)
-    return _json_output({"id": moved.get("id", file.id), "path": moved.get("path", new_path)})
-
-
-def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    path, file = ctx.existing(project_id, args["path"])
-    ctx.client.delete_file(project_id, file.id)
-    return _json_output({"path": path, "action": "deleted"})
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def mime_type_for(path: str) -> str:
-    """The mime type a new note is created with. Always a text type: the content is text."""
-    name = path.rsplit("/", 1)[-1].lower()
-    if "." not in name or name.endswith((".md", ".markdown")):
-        return "text/markdown"
-    guessed, _ = mimetypes.guess_type(name, strict=False)
-    if guessed and (guessed.startswith("text/") or guessed in ("application/json", "application/yaml")):
-        return guessed
-    return "text/plain"
-
-
-def _prefix(raw: str | None) -> str | None:
-    """The server-side prefix filter: the stored spelling of ``raw``, keeping a trailing ``/``."""
-    if raw is None or raw in ("", ".", "./", ".\\", "/", "\\"):
-        return None  # the whole vault
-    folder = raw.endswith(("/", "\\"))
-    stored = stored_path_of(raw)
-    return stored + "/" if folder else stored
-
-
-def _json_output(value: Any, *, key: str | None = None) -> ToolOutput:
-    text = json.dumps(value, ensure_ascii=False, indent=2)
-    structured = {key: value} if key is not None else value
-    return ToolOutput(text, structured)
+MAX_CHARS = Param(
+    "maxChars",
+    f"Longest text to return, in characters (default {DEFAULT_EXCERPT_CHARS:,} for a section or line range, "
+    "no limit for a plain read). Longer text is cut at a line boundary and says how to read the rest.",
+    kind="count",
+    required=False,
+)
 
 
 def _json_type(value: Any) -> str:
@@ -297,6 +200,8 @@ def _json_type(value: Any) -> str:
         return "array"
     if isinstance(value, dict):
         return "object"
+    if value is None:
+        return "null"
     return type(value).__name__
 
 
@@ -304,13 +209,25 @@ def _object_schema(properties: dict[str, Any], required: list[str]) -> dict[str,
     return {"type": "object", "properties": properties, "required": required}
 
 
-def _list_schema(key: str, item: dict[str, Any]) -> dict[str, Any]:
-    return _object_schema({key: {"type": "array", "items": item}}, [key])
+def _list_schema(key: str, item: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return _object_schema({key: {"type": "array", "items": item}, **extra}, [key])
 
 
 _STRING = {"type": "string"}
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _NULLABLE_INT = {"type": ["integer", "null"]}
+_HEADING = _object_schema(
+    {
+        "title": _STRING,
+        "level": {"type": "integer"},
+        "path": {"type": "array", "items": _STRING},
+        "hasChildren": {"type": "boolean"},
+        "startLine": {"type": "integer"},
+        "endLine": {"type": "integer"},
+        "chars": {"type": "integer"},
+    },
+    ["title", "level", "path", "hasChildren", "startLine", "endLine", "chars"],
+)
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -350,7 +267,10 @@ TOOLS: tuple[Tool, ...] = (
         description=(
             "List the files of a project as path, type (TEXT or BINARY) and size in bytes, sorted by path. "
             "Use prefix to list one folder and everything below it, e.g. 'people/'; a prefix without a "
-            "trailing slash also matches names that merely start with it ('people' matches 'people-old.md')."
+            "trailing slash also matches names that merely start with it ('people' matches 'people-old.md'). "
+            "On a big vault use depth to see the shape first: with depth=1 the notes directly in the folder are "
+            "listed and each subfolder is one {folder, notes} count. At most limit entries (default "
+            f"{DEFAULT_LIST_LIMIT}) come back; a cut listing says so and gives the cursor to continue with."
         ),
         params=(
             Param(
@@ -359,22 +279,123 @@ TOOLS: tuple[Tool, ...] = (
                 kind="prefix",
                 required=False,
             ),
+            Param(
+                "depth",
+                "Show notes at most this many folder levels below the prefix (1 = only the folder's own notes); "
+                "deeper folders are summarised as {folder, notes} counts. Omit to list everything.",
+                kind="count",
+                required=False,
+            ),
+            Param(
+                "limit",
+                f"Most entries to return (default {DEFAULT_LIST_LIMIT}, at most 5,000).",
+                kind="count",
+                required=False,
+                maximum=5000,
+            ),
+            Param(
+                "cursor",
+                "Continue a cut listing: the cursor it gave. Pass the same prefix and depth.",
+                kind="cursor",
+                required=False,
+            ),
         ),
         handler=list_notes,
         output_schema=_list_schema(
             "notes",
-            _object_schema({"path": _STRING, "type": _STRING, "size": _NULLABLE_INT}, ["path", "type"]),
+            {
+                "anyOf": [
+                    _object_schema({"path": _STRING, "type": _STRING, "size": _NULLABLE_INT}, ["path", "type"]),
+                    _object_schema({"folder": _STRING, "notes": {"type": "integer"}}, ["folder", "notes"]),
+                ]
+            },
+            nextCursor=_STRING,
+            remaining={"type": "integer"},
+        ),
+    ),
+    Tool(
+        name="note_outline",
+        title="Note outline",
+        description=(
+            "Show the headings of a markdown note one level at a time, without its text: each with title, "
+            "level, path (the tocPath to pass back), hasChildren, startLine, endLine and chars (the size of its "
+            "section). Without tocPath: the top-level headings (and the lines before the first one, as "
+            "preamble); with tocPath: that heading's subheadings. Then read just the part you need with "
+            "read_note(path, section=<path>). A title that repeats under the same parent is named 'Title [2]', "
+            "'Title [3]' from its second occurrence on; pass that name back as it is."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "tocPath",
+                'Heading names from the top down, as the outline gives them in "path", e.g. ["Chapter 1", "Intro"]. '
+                "Omit for the top level.",
+                kind="toc",
+                required=False,
+            ),
+        ),
+        handler=note_outline,
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "tocPath": {"type": "array", "items": _STRING},
+                "totalLines": {"type": "integer"},
+                "totalChars": {"type": "integer"},
+                "headings": {"type": "array", "items": _HEADING},
+            },
+            ["path", "tocPath", "totalLines", "totalChars", "headings"],
         ),
     ),
     Tool(
         name="read_note",
         title="Read note",
         description=(
-            "Return the full text of a text note (markdown, txt, json, yaml, csv) by its vault path, exactly "
-            "as stored. Binary files such as images are not returned. Paths are case-sensitive."
+            "Return the text of a text note (markdown, txt, json, yaml, csv) by its vault path, exactly as "
+            "stored; binary files such as images are not returned. Paths are case-sensitive. To spend fewer "
+            "tokens on a long note, read one part: section (a heading's tocPath from note_outline; the heading "
+            "line and everything down to the next heading of the same or a higher level) or startLine/endLine "
+            "(1-based, inclusive). maxChars caps the text; a cut result ends with a note giving the call that "
+            "reads on."
         ),
-        params=(NOTE_PATH,),
+        params=(
+            NOTE_PATH,
+            Param(
+                "section",
+                'The heading to read, as a tocPath from note_outline, e.g. ["Chapter 1", "Intro"].',
+                kind="toc",
+                required=False,
+            ),
+            Param("startLine", "First line to read (1-based).", kind="count", required=False),
+            Param(
+                "endLine", "Last line to read (inclusive; default: the end of the note).", kind="count", required=False
+            ),
+            MAX_CHARS,
+        ),
         handler=read_note,
+    ),
+    Tool(
+        name="read_notes",
+        title="Read several notes",
+        description=(
+            f"Read up to {MAX_BATCH} notes in one call, fetched at the same time. Each note comes back under its "
+            "own path with its text, or with the error that note met (a missing note does not fail the others). "
+            "maxChars caps each note's text, cut as in read_note."
+        ),
+        params=(
+            Param(
+                "paths",
+                f"Vault paths of the notes, 1 to {MAX_BATCH}, e.g. ['people/a.md', 'people/b.md'].",
+                kind="paths",
+            ),
+            MAX_CHARS,
+        ),
+        handler=read_notes,
+        output_schema=_list_schema(
+            "notes",
+            _object_schema(
+                {"path": _STRING, "content": _STRING, "error": _STRING, "truncated": {"type": "boolean"}}, ["path"]
+            ),
+        ),
     ),
     Tool(
         name="list_note_versions",

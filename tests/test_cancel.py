@@ -52,7 +52,7 @@ def test_a_late_cancel_never_reaches_a_finished_attempts_connection() -> None:
         token.attach(guard)
         guard.register(Connection(mine))
         guard.finish()
-        token.detach()
+        token.detach(guard)
         token.cancel()
         guard.stop("expired")  # the watchdog firing late
         assert guard.stopped_because is None
@@ -80,3 +80,22 @@ def test_the_watchdog_stops_an_attempt_when_its_time_is_up() -> None:
         assert quick.stopped_because == "expired"
         assert slow.stopped_because == "expired"
         assert is_shut(mine)
+
+
+def test_cancel_shuts_every_attempt_in_flight_of_a_batch() -> None:
+    pairs = [socket.socketpair() for _ in range(3)]
+    try:
+        token = CancelToken()
+        guards = [AttemptGuard() for _ in pairs]
+        for guard, (mine, _) in zip(guards, pairs, strict=True):
+            token.attach(guard)
+            guard.register(Connection(mine))
+        token.detach(guards[2])
+        guards[2].finish()
+        token.cancel()
+        assert [guard.stopped_because for guard in guards] == ["cancelled", "cancelled", None]
+        assert [is_shut(mine) for mine, _ in pairs] == [True, True, False]
+    finally:
+        for mine, theirs in pairs:
+            mine.close()
+            theirs.close()

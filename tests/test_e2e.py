@@ -84,6 +84,19 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
         _, _, versions = await call(client, "list_note_versions", path="people/kuzma.md")
         assert [v["versionNumber"] for v in versions["versions"]] == [2, 1]
 
+        long_note = "# Kuzma Minin\nintro\n## Life\nborn\n## Legacy\nmonument\n"
+        await call(client, "write_note", path="people/kuzma.md", content=long_note)
+        _, _, outline = await call(client, "note_outline", path="people/kuzma.md", tocPath=["Kuzma Minin"])
+        assert [h["title"] for h in outline["headings"]] == ["Life", "Legacy"]
+        text, _, _ = await call(client, "read_note", path="people/kuzma.md", section=["Kuzma Minin", "Legacy"])
+        assert text == "## Legacy\nmonument\n"
+        text, _, _ = await call(client, "read_note", path="people/kuzma.md", startLine=3, endLine=4)
+        assert text == "## Life\nborn\n"
+        _, _, batch = await call(client, "read_notes", paths=["people/kuzma.md", "people/nobody.md"])
+        assert [sorted(note) for note in batch["notes"]] == [["content", "path"], ["error", "path"]]
+        _, _, shallow = await call(client, "list_notes", depth=1)
+        assert shallow["notes"] == [{"folder": "people/", "notes": 1}]
+
         _, _, moved = await call(client, "move_note", path="people/kuzma.md", newPath="archive/kuzma.md")
         assert moved["path"] == "archive/kuzma.md"
         _, _, deleted = await call(client, "delete_note", path="archive/kuzma.md")
@@ -91,7 +104,7 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
         text, is_error, _ = await call(client, "read_note", path="archive/kuzma.md")
         assert (text, is_error) == ("Note not found: archive/kuzma.md", True)
     assert live_notes(vault) == {}
-    assert [kind for kind, _ in writes_logged(vault)] == ["CREATE", "UPDATE", "MOVE", "DELETE"]
+    assert [kind for kind, _ in writes_logged(vault)] == ["CREATE", "UPDATE", "UPDATE", "MOVE", "DELETE"]
     assert all(key for _, key in writes_logged(vault))  # every write carried an Idempotency-Key
 
 

@@ -26,7 +26,7 @@ from teamvault_mcp.tools import MAX_CONTENT_BYTES
 pytestmark = pytest.mark.anyio
 
 WRITE_TOOLS = {"write_note", "move_note", "delete_note"}
-READ_TOOLS = {"whoami", "list_projects", "list_notes", "read_note", "list_note_versions"}
+READ_TOOLS = {"whoami", "list_projects", "list_notes", "note_outline", "read_note", "read_notes", "list_note_versions"}
 
 
 @asynccontextmanager
@@ -60,7 +60,15 @@ async def test_initialize_reports_team_vault_and_the_package_version(runner: Too
         assert client.server_info.version == __version__
 
 
-async def test_all_eight_tools_are_listed_with_annotations_and_described_fields(runner: ToolRunner) -> None:
+async def test_the_instructions_explain_how_the_reading_tools_fit_together(runner: ToolRunner) -> None:
+    async with connected(runner) as client:
+        instructions = client.instructions
+    assert instructions is not None
+    for must in ("note_outline", "section=", "startLine", "read_notes", "depth=1", "may or may not"):
+        assert must in instructions
+
+
+async def test_all_tools_are_listed_with_annotations_and_described_fields(runner: ToolRunner) -> None:
     async with connected(runner) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == READ_TOOLS | WRITE_TOOLS

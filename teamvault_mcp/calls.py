@@ -1,0 +1,63 @@
+"""What a tool handler works with: the call's context in, a :class:`ToolOutput` out.
+
+Handlers (``notes.py``, ``reading.py``) are plain blocking functions
+``handler(ctx, args) -> ToolOutput`` that raise :class:`~teamvault_mcp.errors.TeamVaultError`
+on failure; ``tools.py`` declares them, ``server.py`` runs them in worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from teamvault_mcp.errors import NoProjectError, NoteNotFoundError, NotTextError
+from teamvault_mcp.paths import stored_path_of
+
+if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
+    from teamvault_mcp.client import TeamVaultClient, VaultFile
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool's result: the text the model reads, the same data as structured content, and whether it failed."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+@dataclass
+class ToolContext:
+    """What a handler needs: the call's client and the default project."""
+
+    client: TeamVaultClient
+    default_project_id: str | None
+
+    def project(self, args: Mapping[str, Any]) -> str:
+        project_id = args.get("projectId") or self.default_project_id
+        if not project_id:
+            raise NoProjectError()
+        return str(project_id)
+
+    def existing(self, project_id: str, path: str) -> tuple[str, VaultFile]:
+        """The stored form of ``path`` and the live file there; :class:`NoteNotFoundError` if none."""
+        stored = stored_path_of(path)
+        file = self.client.find_file(project_id, stored)
+        if file is None:
+            raise NoteNotFoundError(stored)
+        return stored, file
+
+    def text_of(self, project_id: str, path: str) -> tuple[str, str]:
+        """The stored path and the text of the note at ``path`` (a text file, not an image)."""
+        stored, file = self.existing(project_id, path)
+        if file.file_type != "TEXT":
+            raise NotTextError(stored, file.mime_type or file.file_type)
+        return stored, self.client.download(project_id, file.id).decode("utf-8", errors="replace")
+
+
+def json_output(value: Any, *, key: str | None = None, compact: bool = False) -> ToolOutput:
+    """``value`` as JSON text, and as structured content (under ``key`` when it is a list)."""
+    text = json.dumps(value, ensure_ascii=False, indent=None if compact else 2)
+    return ToolOutput(text, {key: value} if key is not None else value)

@@ -1,0 +1,209 @@
+"""The heading structure of a markdown note: outline, sections and line slices. Pure functions.
+
+A note is split into lines (``\\n``, ``\\r\\n`` or ``\\r``; each line keeps its ending,
+so a slice is the note's own bytes). Headings are ATX (``## Title``, closing ``#``s
+dropped) and setext (a paragraph underlined with ``===`` or ``---``), as CommonMark
+has them. Not headings: lines in the YAML front matter, in fenced code blocks
+(````` `` ````` or ``~~~``), indented four spaces or more, or ``#tag`` lines.
+
+A heading's *section* runs from its first line to the line before the next heading
+of the same or a higher level. Among siblings, repeated titles get a stable name to
+pass back: the first ``Notes`` is ``Notes``, the second ``Notes [2]``, and so on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
+_SETEXT = re.compile(r"(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"(`{3,}|~{3,})(.*)$")
+_LIST_OR_QUOTE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|>")
+_THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+
+
+@dataclass
+class Heading:
+    """One heading and its section. Lines are 1-based and inclusive."""
+
+    title: str
+    level: int
+    start_line: int
+    end_line: int = 0
+    chars: int = 0
+    name: str = ""  # the title, made unique among its siblings
+    path: tuple[str, ...] = ()
+    children: list[Heading] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "title": self.title,
+            "level": self.level,
+            "path": list(self.path),
+            "hasChildren": bool(self.children),
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "chars": self.chars,
+        }
+
+
+@dataclass
+class Document:
+    """A parsed note: its lines (with their endings) and its heading tree."""
+
+    lines: list[str]
+    headings: list[Heading]  # the top level
+    #: Lines before the first heading (front matter included); 0 when the note starts with a heading.
+    preamble_end: int
+
+    @property
+    def line_count(self) -> int:
+        return len(self.lines)
+
+    def text(self, start_line: int, end_line: int) -> str:
+        """Lines ``start_line``..``end_line`` (1-based, inclusive), exactly as in the note."""
+        return "".join(self.lines[start_line - 1 : end_line])
+
+
+class SectionNotFound(LookupError):
+    """No heading at ``missing`` under ``found``; ``available`` are the names that exist there."""
+
+    def __init__(self, found: tuple[str, ...], missing: str, available: list[str]) -> None:
+        super().__init__(missing)
+        self.found = found
+        self.missing = missing
+        self.available = available
+
+
+def split_lines(text: str) -> list[str]:
+    return _LINE.findall(text)
+
+
+def parse(text: str) -> Document:
+    lines = split_lines(text)
+    flat = _headings([line.rstrip("\r\n") for line in lines])
+    ends = list(accumulate(len(line) for line in lines))  # ends[i]: characters up to the end of line i+1
+
+    def close(heading: Heading, last_line: int) -> None:
+        heading.end_line = last_line
+        heading.chars = ends[last_line - 1] - (ends[heading.start_line - 2] if heading.start_line > 1 else 0)
+
+    top: list[Heading] = []
+    open_headings: list[Heading] = []  # the chain of sections the current line is in
+    for heading in flat:
+        while open_headings and open_headings[-1].level >= heading.level:
+            close(open_headings.pop(), heading.start_line - 1)
+        (open_headings[-1].children if open_headings else top).append(heading)
+        open_headings.append(heading)
+    for heading in open_headings:
+        close(heading, len(lines))
+    _name(top, ())
+    return Document(lines, top, flat[0].start_line - 1 if flat else len(lines))
+
+
+def find_section(document: Document, toc_path: list[str]) -> Heading:
+    """The heading at ``toc_path`` (names from the top, as the outline gives them)."""
+    level = document.headings
+    found: tuple[str, ...] = ()
+    heading: Heading | None = None
+    for wanted in toc_path:
+        heading = _match(level, wanted)
+        if heading is None:
+            raise SectionNotFound(found, wanted, [h.name for h in level])
+        found = heading.path
+        level = heading.children
+    if heading is None:
+        raise SectionNotFound((), "", [h.name for h in document.headings])
+    return heading
+
+
+def _match(siblings: list[Heading], wanted: str) -> Heading | None:
+    """The sibling named ``wanted``; failing that, the only one whose name matches ignoring case and spacing."""
+    for heading in siblings:
+        if heading.name == wanted:
+            return heading
+    key = _loose(wanted)
+    loose = [heading for heading in siblings if _loose(heading.name) == key]
+    return loose[0] if len(loose) == 1 else None
+
+
+def _loose(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _name(siblings: list[Heading], parent: tuple[str, ...]) -> None:
+    seen: dict[str, int] = {}
+    for heading in siblings:
+        count = seen.get(heading.title, 0) + 1
+        seen[heading.title] = count
+        heading.name = heading.title if count == 1 else f"{heading.title} [{count}]"
+        heading.path = (*parent, heading.name)
+        _name(heading.children, heading.path)
+
+
+def _headings(bare: list[str]) -> list[Heading]:
+    """The headings in document order, with their level, title and first line (1-based)."""
+    found: list[Heading] = []
+    start = _after_front_matter(bare)
+    fence: tuple[str, int] | None = None
+    paragraph: int | None = None  # index of the first line of the paragraph in progress
+    in_block = False  # inside a list item or block quote: its lazy lines are no setext titles
+    for index in range(start, len(bare)):
+        line = bare[index]
+        if fence is not None:
+            if _closes(line, fence):
+                fence = None
+            continue
+        content = line.lstrip(" ")
+        if not content.strip():
+            paragraph, in_block = None, False
+            continue
+        if len(line) - len(content) >= 4:
+            continue  # indented code, or a paragraph's continuation: never a heading
+        first = content[0]
+        if first in "`~" and (opening := _FENCE.match(content)):
+            marker = opening.group(1)
+            if not (marker[0] == "`" and "`" in opening.group(2)):
+                fence, paragraph = (marker[0], len(marker)), None
+                continue
+        if first == "#" and (atx := _ATX.match(content)):
+            title = _ATX_CLOSING.sub("", atx.group(2) or "").strip()
+            found.append(Heading(title, len(atx.group(1)), index + 1))
+            paragraph, in_block = None, False
+            continue
+        if first in "=-" and paragraph is not None and _SETEXT.match(content):
+            title = " ".join(bare[i].strip() for i in range(paragraph, index))
+            found.append(Heading(title, 1 if first == "=" else 2, paragraph + 1))
+            paragraph = None
+            continue
+        if _THEMATIC_BREAK.match(content):
+            paragraph, in_block = None, False
+            continue
+        if _LIST_OR_QUOTE.match(content) or first in "|<":  # lists, quotes, tables, HTML
+            paragraph, in_block = None, True
+            continue
+        if paragraph is None and not in_block:
+            paragraph = index
+    return found
+
+
+def _after_front_matter(bare: list[str]) -> int:
+    """Index of the first line after a YAML front matter block (``---`` … ``---``), or 0."""
+    if not bare or bare[0].rstrip() != "---":
+        return 0
+    for index in range(1, len(bare)):
+        if bare[index].rstrip() in ("---", "..."):
+            return index + 1
+    return 0  # never closed: not front matter
+
+
+def _closes(line: str, fence: tuple[str, int]) -> bool:
+    content = line.lstrip(" ")
+    if len(line) - len(content) >= 4:
+        return False
+    marker = content.rstrip(" \t")
+    return len(marker) >= fence[1] and marker == fence[0] * len(marker)

@@ -1,0 +1,292 @@
+"""Handlers of the reading tools, built to spend few tokens: read_note, read_notes, note_outline, list_notes.
+
+An agent walks down a vault and a note instead of loading it whole: ``list_notes``
+with ``depth`` and pages, ``note_outline`` one heading level at a time, then
+``read_note`` of one section or a range of lines. Whatever is cut or summarised
+says so in the text itself, with the exact call that gets the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections import Counter
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from teamvault_mcp.calls import ToolContext, ToolOutput, json_output
+from teamvault_mcp.errors import CallCancelledError, SectionNotFoundError, TeamVaultError, ToolInputError
+from teamvault_mcp.markdown import SectionNotFound, find_section, parse, split_lines
+from teamvault_mcp.paths import stored_path_of
+
+#: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
+DEFAULT_EXCERPT_CHARS = 100_000
+DEFAULT_LIST_LIMIT = 500
+#: Notes of a batch read fetched at the same time.
+PARALLEL_READS = 8
+
+
+# -- read_note -------------------------------------------------------------------------------------
+
+
+def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    path, text = ctx.text_of(project_id, args["path"])
+    if not any(name in args for name in ("section", "startLine", "endLine", "maxChars")):
+        return ToolOutput(text)  # the whole note, exactly as stored: what read_note always returned
+    excerpt = excerpt_of(path, text, args)
+    return ToolOutput(excerpt.text_with_notice(), excerpt.as_json())
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Lines ``start_line``..``end_line`` of a note (maybe fewer: cut at ``max_chars``)."""
+
+    path: str
+    text: str
+    start_line: int
+    end_line: int  # the last line shown
+    wanted_end: int  # the last line asked for
+    total_lines: int
+    max_chars: int
+    section: tuple[str, ...] = ()
+    partial_line: bool = False  # one line longer than max_chars: only its start is shown
+
+    @property
+    def truncated(self) -> bool:
+        return self.partial_line or self.end_line < self.wanted_end
+
+    def notice(self) -> str:
+        if self.partial_line:
+            return (
+                f"[Cut: line {self.start_line} alone is longer than maxChars={self.max_chars:,}; only its first "
+                f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.]"
+            )
+        return (
+            f"[Cut at maxChars={self.max_chars:,}: this is lines {self.start_line}–{self.end_line} of the "
+            f"{self.start_line}–{self.wanted_end} asked for. Read on with: read_note(path={json.dumps(self.path)}, "
+            f"startLine={self.end_line + 1}, endLine={self.wanted_end})]"
+        )
+
+    def text_with_notice(self) -> str:
+        if not self.truncated:
+            return self.text
+        separator = "" if self.text.endswith("\n") or not self.text else "\n"
+        return f"{self.text}{separator}\n{self.notice()}"
+
+    def as_json(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "path": self.path,
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "totalLines": self.total_lines,
+            "chars": len(self.text),
+            "truncated": self.truncated,
+        }
+        if self.section:
+            result["section"] = list(self.section)
+        if self.truncated and not self.partial_line:
+            result["next"] = {"startLine": self.end_line + 1, "endLine": self.wanted_end}
+        return result
+
+
+def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
+    """The part of ``text`` that ``section``, ``startLine``/``endLine`` and ``maxChars`` select."""
+    section = args.get("section")
+    has_lines = "startLine" in args or "endLine" in args
+    if section is not None and has_lines:
+        raise ToolInputError("Give either section or startLine/endLine, not both.")
+    max_chars = args.get("maxChars", DEFAULT_EXCERPT_CHARS)
+    if section is not None:
+        document = parse(text)
+        if not section:
+            raise ToolInputError("Argument 'section' must name at least one heading, e.g. [\"Chapter 1\"].")
+        try:
+            heading = find_section(document, section)
+        except SectionNotFound as missing:
+            raise SectionNotFoundError(path, missing.found, missing.missing, missing.available) from None
+        return _cut(path, document.lines, heading.start_line, heading.end_line, max_chars, heading.path)
+    lines = split_lines(text)
+    first = args.get("startLine", 1)
+    last = args.get("endLine", max(len(lines), first))
+    if last < first:
+        raise ToolInputError(f"endLine ({last}) is before startLine ({first}).")
+    if first > len(lines) and lines:
+        raise ToolInputError(f"startLine {first} is past the end: {path} has {len(lines)} lines.")
+    return _cut(path, lines, first, min(last, len(lines)), max_chars, ())
+
+
+def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, section: tuple[str, ...]) -> Excerpt:
+    shown: list[str] = []
+    used = 0
+    for line in lines[first - 1 : last]:
+        if used + len(line) > max_chars:
+            break
+        shown.append(line)
+        used += len(line)
+    if not shown and first <= last:  # the first line alone is too long: show its start
+        return Excerpt(path, lines[first - 1][:max_chars], first, first, last, len(lines), max_chars, section, True)
+    return Excerpt(path, "".join(shown), first, first + len(shown) - 1, last, len(lines), max_chars, section)
+
+
+# -- note_outline ---------------------------------------------------------------------------------
+
+
+def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    path, text = ctx.text_of(project_id, args["path"])
+    document = parse(text)
+    toc_path: tuple[str, ...] = ()
+    headings = document.headings
+    if args.get("tocPath"):
+        try:
+            parent = find_section(document, args["tocPath"])
+        except SectionNotFound as missing:
+            raise SectionNotFoundError(path, missing.found, missing.missing, missing.available) from None
+        toc_path, headings = parent.path, parent.children
+    result: dict[str, Any] = {
+        "path": path,
+        "tocPath": list(toc_path),
+        "totalLines": document.line_count,
+        "totalChars": len(text),
+        "headings": [heading.as_json() for heading in headings],
+    }
+    if not toc_path and document.preamble_end:
+        preamble = document.text(1, document.preamble_end)
+        result["preamble"] = {"startLine": 1, "endLine": document.preamble_end, "chars": len(preamble)}
+    if not headings:
+        result["note"] = (
+            "This section has no subheadings; read it with read_note(section=tocPath)."
+            if toc_path
+            else "This note has no headings; read it by lines with read_note(startLine=…, endLine=…)."
+        )
+    return json_output(result, compact=True)
+
+
+# -- read_notes -----------------------------------------------------------------------------------
+
+
+def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    """Up to 20 notes, fetched concurrently under the call's one budget; a failure stays with its note."""
+    project_id = ctx.project(args)
+    wanted: list[str] = list(dict.fromkeys(args["paths"]))  # each path once, in the order given
+
+    def read_one(raw: str) -> dict[str, Any]:
+        client = ctx.client.fork()  # a requests session serves one thread
+        try:
+            path, text = ToolContext(client, ctx.default_project_id).text_of(project_id, raw)
+        except CallCancelledError:
+            raise
+        except TeamVaultError as error:
+            return {"path": _shown_path(raw), "error": str(error)}
+        finally:
+            client.close()
+        if "maxChars" not in args:
+            return {"path": path, "content": text}
+        excerpt = excerpt_of(path, text, {"maxChars": args["maxChars"]})
+        return {"path": path, "content": excerpt.text_with_notice(), "truncated": excerpt.truncated}
+
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(wanted)), thread_name_prefix="read_notes") as pool:
+        futures = {raw: pool.submit(read_one, raw) for raw in wanted}
+    by_path = {raw: future.result() for raw, future in futures.items()}  # a cancel re-raises here
+    notes = [by_path[raw] for raw in args["paths"]]
+    failed = sum(1 for note in notes if "error" in note)
+    summary = f"Read {len(notes) - failed} of {len(notes)} notes" + (f"; {failed} failed." if failed else ".")
+    blocks = [summary]
+    for note in notes:
+        if "error" in note:
+            blocks.append(f"===== {note['path']} — error =====\n{note['error']}")
+        else:
+            blocks.append(f"===== {note['path']} =====\n{note['content']}")
+    return ToolOutput("\n\n".join(blocks), {"notes": notes}, is_error=failed == len(notes))
+
+
+def _shown_path(raw: str) -> str:
+    try:
+        return stored_path_of(raw)
+    except TeamVaultError:
+        return raw
+
+
+# -- list_notes -------------------------------------------------------------------------------------
+
+
+def list_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    prefix = folder_prefix(args.get("prefix"))
+    depth: int | None = args.get("depth")
+    limit: int = args.get("limit", DEFAULT_LIST_LIMIT)
+    cursor: str | None = args.get("cursor")
+    after = _read_cursor(cursor, prefix, depth) if cursor is not None else None
+    files = sorted(ctx.client.list_files(project_id, prefix=prefix), key=lambda file: file.path)
+    entries = _entries(files, prefix, depth)
+    if after is not None:
+        entries = [(key, entry) for key, entry in entries if key > after]
+    page, rest = entries[:limit], entries[limit:]
+    shown = [entry for _, entry in page]
+    notices = []
+    if any("folder" in entry for entry in shown):
+        notices.append(
+            f"[Folders deeper than depth={depth} are summarised as {{folder, notes}} counts. "
+            'List one with list_notes(prefix="<folder>").]'
+        )
+    structured: dict[str, Any] = {"notes": shown}
+    if rest:
+        next_cursor = _write_cursor(prefix, depth, page[-1][0])
+        notices.append(
+            f"[Cut: {len(shown):,} entries shown, {len(rest):,} more. Continue with "
+            f"list_notes(cursor={json.dumps(next_cursor)}) and the same prefix and depth.]"
+        )
+        structured.update(nextCursor=next_cursor, remaining=len(rest))
+    elif cursor is not None:
+        notices.append("[Last page: the listing is complete.]")
+    text = json.dumps(shown, ensure_ascii=False, indent=2)
+    return ToolOutput("\n".join([*notices, text]), structured)
+
+
+def folder_prefix(raw: str | None) -> str | None:
+    """The server-side prefix filter: the stored spelling of ``raw``, keeping a trailing ``/``."""
+    if raw is None or raw in ("", ".", "./", ".\\", "/", "\\"):
+        return None  # the whole vault
+    folder = raw.endswith(("/", "\\"))
+    stored = stored_path_of(raw)
+    return stored + "/" if folder else stored
+
+
+def _entries(files: list[Any], prefix: str | None, depth: int | None) -> list[tuple[str, dict[str, Any]]]:
+    """Sort keys and entries: notes, and below ``depth`` one ``{folder, notes}`` count per folder."""
+    base = prefix[: prefix.rfind("/") + 1] if prefix else ""
+    entries: list[tuple[str, dict[str, Any]]] = []
+    folders: Counter[str] = Counter()
+    for file in files:
+        parts = file.path[len(base) :].split("/")
+        if depth is None or len(parts) <= depth:
+            entries.append((file.path, {"path": file.path, "type": file.file_type, "size": file.size}))
+        else:
+            folders[base + "/".join(parts[:depth]) + "/"] += 1
+    entries += [(folder, {"folder": folder, "notes": count}) for folder, count in folders.items()]
+    return sorted(entries, key=lambda pair: pair[0])
+
+
+def _write_cursor(prefix: str | None, depth: int | None, after: str) -> str:
+    raw = json.dumps([prefix, depth, after], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str, prefix: str | None, depth: int | None) -> str:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        cursor_prefix, cursor_depth, after = decoded
+    except (ValueError, TypeError, binascii.Error):
+        raise ToolInputError(
+            "This cursor is not one list_notes gave out; call list_notes without a cursor to start over."
+        ) from None
+    if (cursor_prefix, cursor_depth) != (prefix, depth) or not isinstance(after, str):
+        raise ToolInputError(
+            f"This cursor continues a listing with prefix={json.dumps(cursor_prefix)} and depth={cursor_depth}; "
+            "pass the same prefix and depth, or start over without a cursor."
+        )
+    return after
