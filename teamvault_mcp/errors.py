@@ -85,16 +85,21 @@ class NoteNotFoundError(TeamVaultError):
 class SectionNotFoundError(TeamVaultError):
     """No heading ``missing`` under ``found`` in the note; ``available`` are the headings there."""
 
-    def __init__(self, path: str, found: tuple[str, ...], missing: str, available: list[str]) -> None:
-        where = f"under {' > '.join(found)}" if found else "at the top level"
-        if not available and not found:
+    def __init__(
+        self, path: str, found: tuple[str, ...], missing: str, available: list[str], top_level: list[str]
+    ) -> None:
+        def quoted(names: list[str]) -> str:
+            return ", ".join(f'"{name}"' for name in names)
+
+        if not top_level:
             text = f"{printable(path)} has no headings: read it by lines with startLine/endLine."
-        elif not available:
-            text = f'Section not found: "{missing}" {where} of {printable(path)}, which has no subheadings.'
+        elif not found:
+            text = f'Section not found: "{missing}" at the top level of {printable(path)}. '
+            text += f"Top-level headings: {quoted(top_level)}."
         else:
-            names = ", ".join(f'"{name}"' for name in available)
-            label = "Top-level headings" if not found else "Headings there"
-            text = f'Section not found: "{missing}" {where} of {printable(path)}. {label}: {names}.'
+            there = f"Headings there: {quoted(available)}" if available else "It has no subheadings"
+            text = f'Section not found: "{missing}" under {" > ".join(found)} in {printable(path)}. {there}. '
+            text += f"Top-level headings: {quoted(top_level)}."
         super().__init__(f"{text} Call note_outline to see the structure.")
 
 

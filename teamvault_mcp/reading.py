@@ -19,7 +19,7 @@ from typing import Any
 
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output
 from teamvault_mcp.errors import CallCancelledError, SectionNotFoundError, TeamVaultError, ToolInputError
-from teamvault_mcp.markdown import SectionNotFound, find_section, parse, split_lines
+from teamvault_mcp.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
 from teamvault_mcp.paths import stored_path_of
 
 #: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
@@ -104,10 +104,7 @@ def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
         document = parse(text)
         if not section:
             raise ToolInputError("Argument 'section' must name at least one heading, e.g. [\"Chapter 1\"].")
-        try:
-            heading = find_section(document, section)
-        except SectionNotFound as missing:
-            raise SectionNotFoundError(path, missing.found, missing.missing, missing.available) from None
+        heading = _section(path, document, section)
         return _cut(path, document.lines, heading.start_line, heading.end_line, max_chars, heading.path)
     lines = split_lines(text)
     first = args.get("startLine", 1)
@@ -117,6 +114,14 @@ def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
     if first > len(lines) and lines:
         raise ToolInputError(f"startLine {first} is past the end: {path} has {len(lines)} lines.")
     return _cut(path, lines, first, min(last, len(lines)), max_chars, ())
+
+
+def _section(path: str, document: Document, toc_path: list[str]) -> Heading:
+    try:
+        return find_section(document, toc_path)
+    except SectionNotFound as missing:
+        top_level = [heading.name for heading in document.headings]
+        raise SectionNotFoundError(path, missing.found, missing.missing, missing.available, top_level) from None
 
 
 def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, section: tuple[str, ...]) -> Excerpt:
@@ -142,10 +147,7 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     toc_path: tuple[str, ...] = ()
     headings = document.headings
     if args.get("tocPath"):
-        try:
-            parent = find_section(document, args["tocPath"])
-        except SectionNotFound as missing:
-            raise SectionNotFoundError(path, missing.found, missing.missing, missing.available) from None
+        parent = _section(path, document, args["tocPath"])
         toc_path, headings = parent.path, parent.children
     result: dict[str, Any] = {
         "path": path,

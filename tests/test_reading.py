@@ -136,6 +136,18 @@ async def test_a_missing_section_lists_the_top_level_headings(
     assert 'Top-level headings: "Chapter 1", "Chapter 2".' in text
 
 
+async def test_a_missing_subsection_names_its_siblings_and_the_top_level(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    serve_note(http_mock, "book.md", NOTE)
+    text, is_error, _ = await call(runner, "read_note", path="book.md", section=["Chapter 1", "Outro"])
+    assert is_error
+    assert text == (
+        'Section not found: "Outro" under Chapter 1 in book.md. Headings there: "Intro", "Details". '
+        'Top-level headings: "Chapter 1", "Chapter 2". Call note_outline to see the structure.'
+    )
+
+
 async def test_a_line_range_is_1_based_and_inclusive(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     serve_note(http_mock, "book.md", NOTE)
     text, _, meta = await call(runner, "read_note", path="book.md", startLine=5, endLine=6)
