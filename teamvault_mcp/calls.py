@@ -7,6 +7,7 @@ on failure; ``tools.py`` declares them, ``server.py`` runs them in worker thread
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,12 +50,34 @@ class ToolContext:
             raise NoteNotFoundError(stored)
         return stored, file
 
-    def text_of(self, project_id: str, path: str) -> tuple[str, str]:
-        """The stored path and the text of the note at ``path`` (a text file, not an image)."""
+    def note(self, project_id: str, path: str) -> Note:
+        """The text note at ``path`` (not an image), downloaded."""
         stored, file = self.existing(project_id, path)
         if file.file_type != "TEXT":
             raise NotTextError(stored, file.mime_type or file.file_type)
-        return stored, self.client.download(project_id, file.id).decode("utf-8", errors="replace")
+        return Note(stored, file, self.client.download(project_id, file.id))
+
+
+@dataclass(frozen=True)
+class Note:
+    """A downloaded text note: its stored path, its file record and its bytes."""
+
+    path: str
+    file: VaultFile
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+    @property
+    def content_hash(self) -> str:
+        """The SHA-256 of exactly the bytes read: what ``expectedHash`` compares against."""
+        return sha256_hex(self.data)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def json_output(value: Any, *, key: str | None = None, compact: bool = False) -> ToolOutput:

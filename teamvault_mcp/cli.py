@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     vault.add_argument("--port", type=int, default=8787, help="port; 0 picks a free one (default: 8787)")
     vault.add_argument("--api-key", help="use this API key instead of the one generated and kept in DIR")
     vault.add_argument("--max-file-size", type=int, metavar="BYTES", help="refuse larger files (file_too_large)")
+    vault.add_argument(
+        "--without-idempotency",
+        action="store_true",
+        help="ignore Idempotency-Key, as the public Team Vault server does: for testing clients against it",
+    )
     return parser
 
 
@@ -122,7 +127,12 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return 2
     try:
         vault = LocalVault(
-            args.data, host=args.host, port=args.port, api_key=args.api_key, max_file_size=args.max_file_size
+            args.data,
+            host=args.host,
+            port=args.port,
+            api_key=args.api_key,
+            max_file_size=args.max_file_size,
+            idempotency=not args.without_idempotency,
         )
     except (OSError, sqlite3.Error) as error:
         sys.stderr.write(f"{PROG}: cannot serve the local vault on {args.host}:{args.port}: {error}\n")

@@ -188,6 +188,10 @@ class TeamVaultClient:
             raise self._unexpected("GET", api_path, "no 'versions' list")
         return [v for v in versions if isinstance(v, dict)]
 
+    def download_version(self, project_id: str, file_id: str, version_id: str) -> bytes:
+        """The bytes of one version, exactly (its ``contentHash`` is theirs)."""
+        return self._request("GET", f"{_file(project_id, file_id)}/versions/{quote(version_id, safe='')}").body
+
     # -- plumbing ----------------------------------------------------------------------------------
 
     def _file_answer(self, method: str, api_path: str, **kwargs: Any) -> VaultFile:

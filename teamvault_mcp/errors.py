@@ -17,12 +17,18 @@ turns them into tool results. Nothing else translates errors.
     ├── UnexpectedAnswerError       a 2xx answer we cannot read (not JSON, wrong shape)
     ├── NetworkError                no answer: DNS, connect, reset, broken body
     │   └── AttemptTimeoutError     no complete answer within the attempt's limit
+    ├── ConflictError               ``expectedHash`` differs from the note's current hash
+    ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
+    ├── NotAppliedError             an unanswered write that a check found not applied
     ├── OutOfTimeError              the call's budget is too short to start a request
     └── CallCancelledError          the host cancelled the call
 
 ``retryable``: the retry loop may try the request again (spec §5.3).
 ``uncertain``: when this error ends a *write*, the change may or may not have been
 applied (spec §5.7), so the message gets :data:`UNCERTAIN_WRITE_HINT`.
+``pending``: an attempt may still be running on the server (it timed out on our side,
+its key was in use, or a gateway timed out), so even a note found unchanged now may
+change later.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class TeamVaultError(Exception):
 
     retryable = False
     uncertain = False
+    pending = False
     #: Seconds the server asked us to wait (``Retry-After``), when it did.
     retry_after: float | None = None
 
@@ -154,14 +161,14 @@ class UnexpectedAnswerError(TeamVaultError):
 
 
 class NetworkError(TeamVaultError):
-    """No answer from the server: the request may or may not have reached it."""
+    """No answer from the server. ``sent=False`` when the connection never opened: nothing reached it."""
 
     retryable = True
-    uncertain = True
 
-    def __init__(self, method: str, api_path: str, detail: str) -> None:
+    def __init__(self, method: str, api_path: str, detail: str, *, sent: bool = True) -> None:
         self.method = method
         self.api_path = api_path
+        self.uncertain = sent
         super().__init__(f"Network error on {method} {api_path}: {detail}")
 
 
@@ -179,6 +186,36 @@ class OutOfTimeError(TeamVaultError):
             f"{max(remaining, 0.0):.1f} s left, too little for another request. Nothing was sent; "
             "try again."
         )
+
+
+class ConflictError(TeamVaultError):
+    """The note is not at the ``expectedHash`` the agent gave: someone changed it since it was read."""
+
+    def __init__(self, path: str, expected: str, current: str | None, diff: str | None) -> None:
+        if current is None:
+            text = f"Conflict: {printable(path)} no longer exists (you expected contentHash {expected}). "
+            text += "Nothing was written."
+        else:
+            text = (
+                f"Conflict: {printable(path)} has changed since you read it: you expected contentHash {expected}, "
+                f"it is now {current}. Nothing was written."
+            )
+            if diff:
+                text += f" What changed since the version you saw:\n{diff}\n"
+            text += " Read the note again, then redo your change on its current text."
+        super().__init__(text)
+        self.current = current
+
+
+class EditFailedError(TeamVaultError):
+    """An edit that cannot be applied as given; nothing was written."""
+
+
+class NotAppliedError(TeamVaultError):
+    """A write that got no definite answer, and a check right after found the note as it was before."""
+
+    def __init__(self, error: TeamVaultError, state: str) -> None:
+        super().__init__(f"{error} A check right after found {state}: the change was not applied. You can call again.")
 
 
 class CallCancelledError(TeamVaultError):

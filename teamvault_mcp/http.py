@@ -183,9 +183,23 @@ class HttpSession:
     ) -> TeamVaultError:
         if self._token.cancelled or attempt.stopped_because == "cancelled":
             return CallCancelledError()
+        if _never_connected(exc):  # nothing reached the server: a definite failure, even for a write
+            return NetworkError(method, api_path, describe_failure(exc), sent=False)
         if attempt.stopped_because == "expired" or isinstance(exc, requests.Timeout):
             return AttemptTimeoutError(method, api_path, limit)
         return NetworkError(method, api_path, describe_failure(exc))
+
+
+#: Failures to resolve the host or open the TCP connection: the request was never sent.
+_NOT_CONNECTED = (
+    urllib3.exceptions.NewConnectionError,  # includes NameResolutionError
+    urllib3.exceptions.ConnectTimeoutError,
+    requests.exceptions.ConnectTimeout,
+)
+
+
+def _never_connected(exc: BaseException) -> bool:
+    return any(isinstance(cause, _NOT_CONNECTED) for cause in _causes(exc))
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -1,22 +1,46 @@
-"""Handlers of the tools that identify, change and look back on notes.
+"""Handlers of the tools that identify and change notes, and the rules every write follows.
 
-whoami, list_projects, list_note_versions, write_note, move_note, delete_note.
-Reading notes (read_note, read_notes, note_outline, list_notes) lives in ``reading.py``.
+whoami, list_projects, write_note, edit_note, move_note, delete_note. Reading lives in
+``reading.py``, version history in ``history.py``.
+
+Every write (also restore_note_version) follows the same two rules:
+
+- **Preconditions.** With ``expectedHash`` (the ``contentHash`` the agent last saw) a
+  write happens only if the note still has it; otherwise a :class:`ConflictError`
+  shows what changed since (:func:`expect`).
+- **Settled outcomes.** A write that ends without a definite answer is checked once
+  (:func:`settle`): found applied → success, marked ``verified``; found as it was
+  before, with no attempt possibly still running on the server → a clean failure;
+  anything else keeps the "may or may not have been applied" hint.
 """
 
 from __future__ import annotations
 
-import hashlib
 import mimetypes
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output
-from teamvault_mcp.errors import HTTPStatusError, NotTextError
+from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.editing import Edit, apply_edits, edits_from_patch
+from teamvault_mcp.errors import (
+    CallCancelledError,
+    ConflictError,
+    EditFailedError,
+    NotAppliedError,
+    NoteNotFoundError,
+    NotTextError,
+    TeamVaultError,
+    ToolInputError,
+)
 from teamvault_mcp.paths import stored_path_of
+from teamvault_mcp.textdiff import shortened, unified_diff
 
 if TYPE_CHECKING:
     from teamvault_mcp.client import VaultFile
+
+T = TypeVar("T")
+
+VERIFIED = "The server's answer was lost on the way; a check right after confirmed the change was applied."
 
 
 def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -29,60 +53,243 @@ def list_projects(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     return json_output(projects, key="projects")
 
 
-def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    _, file = ctx.existing(project_id, args["path"])
-    versions = ctx.client.list_versions(project_id, file.id)
-    if all(isinstance(v.get("versionNumber"), int) for v in versions):
-        versions.sort(key=lambda v: v["versionNumber"], reverse=True)  # newest first, whatever the server did
-    return json_output(versions, key="versions")
+# -- write_note -------------------------------------------------------------------------------------
 
 
 def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path = stored_path_of(args["path"])
-    content = args["content"].encode("utf-8")
+    mode = args.get("mode", "upsert")
+    data = args["content"].encode("utf-8")
+    new_hash = sha256_hex(data)
     existing = ctx.client.find_file(project_id, path)
+    expect(ctx, project_id, path, existing, args.get("expectedHash"))
     if existing is not None:
+        if mode == "create":
+            raise TeamVaultError(
+                f"Note already exists: {path}. mode=create never overwrites; use mode=update (or upsert) "
+                "to replace it, or choose another path."
+            )
         if existing.file_type != "TEXT":
             raise NotTextError(path, existing.mime_type or existing.file_type)
-        written = ctx.client.replace_content(project_id, existing.id, content)
+        before = existing.content_hash
         action = "updated"
+
+        def write() -> VaultFile:
+            return ctx.client.replace_content(project_id, existing.id, data)
+
     else:
+        if mode == "update":
+            missing = NoteNotFoundError(path)
+            missing.extend("(mode=update only changes an existing note; use mode=create or upsert to make one.)")
+            raise missing
         stored_path_of(args["path"], incoming=True)  # the server's gate for new paths, before the POST
-        written = _create(ctx, project_id, path, content)
+        before = None
         action = "created"
-    size = written.size if written.size is not None else len(content)
-    return json_output({"path": written.path, "action": action, "size": size})
+
+        def write() -> VaultFile:
+            return ctx.client.create_file(project_id, path, data, mime_type_for(path))
+
+    written, verified = settle_content(ctx, project_id, path, write, before=before, after=new_hash)
+    size = written.size if written.size is not None else len(data)
+    return _result({"path": written.path, "action": action, "size": size, "contentHash": new_hash}, verified)
 
 
-def _create(ctx: ToolContext, project_id: str, path: str, content: bytes) -> VaultFile:
+# -- edit_note --------------------------------------------------------------------------------------
+
+
+def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    if ("edits" in args) == ("patch" in args):
+        raise ToolInputError("Give either edits (a list of {oldText, newText}) or patch (a unified diff), not both.")
+    if "edits" in args:
+        edits = [Edit(e["oldText"], e["newText"], bool(e.get("replaceAll", False))) for e in args["edits"]]
+    else:
+        edits = edits_from_patch(args["patch"])
+    note = ctx.note(project_id, args["path"])
+    expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
     try:
-        return ctx.client.create_file(project_id, path, content, mime_type_for(path))
-    except HTTPStatusError as error:
-        # 409 path_exists after an attempt that got no answer: on a server without
-        # Idempotency-Key support that attempt may be the one that created the note.
-        # If the note there holds exactly our bytes, the write did happen.
-        if error.code == "path_exists" and error.uncertain:
-            there = ctx.client.find_file(project_id, path)
-            if there is not None and there.content_hash == hashlib.sha256(content).hexdigest():
-                return there
-        raise
+        original = note.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EditFailedError(f"{note.path} is not valid UTF-8 text; edit_note cannot edit it safely.") from None
+    changed = apply_edits(original, edits)
+    data = changed.encode("utf-8")
+    diff = unified_diff(original, changed, before=f"a/{note.path}", after=f"b/{note.path}")
+    result: dict[str, Any] = {
+        "path": note.path,
+        "dryRun": bool(args.get("dryRun")),
+        "changed": changed != original,
+        "previousHash": note.content_hash,
+        "contentHash": sha256_hex(data),
+        "diff": diff,
+    }
+    if changed == original:
+        return ToolOutput(f"No change: the edits leave {note.path} as it is. Nothing was written.", result)
+    if args.get("dryRun"):
+        headline = f"Dry run: nothing was written. Applied, these edits would give contentHash {result['contentHash']}."
+        return ToolOutput(f"{headline}\n{diff}", result)
+    file = note.file
+
+    def write() -> VaultFile:
+        return ctx.client.replace_content(project_id, file.id, data)
+
+    _, verified = settle_content(
+        ctx, project_id, note.path, write, before=note.content_hash, after=result["contentHash"]
+    )
+    if verified:
+        result.update(verified=True, note=VERIFIED)
+    headline = f"Edited {note.path}; its contentHash is now {result['contentHash']}."
+    return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{diff}", result)
+
+
+# -- move_note, delete_note ----------------------------------------------------------------------------
 
 
 def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     new_path = stored_path_of(args["newPath"], incoming=True)  # refused before any request, like path
-    _, file = ctx.existing(project_id, args["path"])
-    moved = ctx.client.move_file(project_id, file.id, new_path)
-    return json_output({"id": moved.get("id", file.id), "path": moved.get("path", new_path)})
+    path, file = ctx.existing(project_id, args["path"])
+    expect(ctx, project_id, path, file, args.get("expectedHash"))
+    try:
+        moved = ctx.client.move_file(project_id, file.id, new_path)
+        return json_output({"id": moved.get("id", file.id), "path": moved.get("path", new_path)})
+    except TeamVaultError as error:
+        settle(
+            error,
+            lambda: (ctx.client.find_file(project_id, new_path), ctx.client.find_file(project_id, path)),
+            applied=lambda found: found[0] is not None and found[0].id == file.id,
+            untouched=lambda found: found[1] is not None and found[1].id == file.id,
+            untouched_text=f"the note still at {path}",
+        )
+    return _result({"id": file.id, "path": new_path}, verified=True)
 
 
 def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path, file = ctx.existing(project_id, args["path"])
-    ctx.client.delete_file(project_id, file.id)
-    return json_output({"path": path, "action": "deleted"})
+    expect(ctx, project_id, path, file, args.get("expectedHash"))
+    try:
+        ctx.client.delete_file(project_id, file.id)
+        return json_output({"path": path, "action": "deleted"})
+    except TeamVaultError as error:
+        settle(
+            error,
+            lambda: ctx.client.find_file(project_id, path),
+            applied=lambda found: found is None or found.id != file.id,
+            untouched=lambda found: found is not None and found.id == file.id,
+            untouched_text=f"the note still at {path}",
+        )
+    return _result({"path": path, "action": "deleted"}, verified=True)
+
+
+# -- the rules every write follows ----------------------------------------------------------------------
+
+
+def expect(
+    ctx: ToolContext,
+    project_id: str,
+    path: str,
+    file: VaultFile | None,
+    expected: str | None,
+    *,
+    current: tuple[str, str] | None = None,
+) -> None:
+    """Refuse with a :class:`ConflictError` if the note is not at ``expected`` (when given).
+
+    ``current`` is the note's hash and text when the caller has downloaded it already.
+    """
+    if expected is None:
+        return
+    expected = expected.lower()
+    if file is None:
+        raise ConflictError(path, expected, None, None)
+    current_hash, current_text = current if current is not None else (file.content_hash, None)
+    if current_hash is None:  # a server that does not report hashes: compute it
+        data = ctx.client.download(project_id, file.id)
+        current_hash, current_text = sha256_hex(data), data.decode("utf-8", errors="replace")
+    if current_hash == expected:
+        return
+    since = _since(ctx, project_id, file, expected, current_hash, current_text)
+    raise ConflictError(path, expected, current_hash, since)
+
+
+def _since(
+    ctx: ToolContext, project_id: str, file: VaultFile, expected: str, current: str, current_text: str | None
+) -> str | None:
+    """The diff from the version the agent saw to the note now, if the history still has that version."""
+    try:
+        seen = next(
+            (v for v in ctx.client.list_versions(project_id, file.id) if v.get("contentHash") == expected), None
+        )
+        if seen is None or file.file_type != "TEXT":
+            return None
+        then = ctx.client.download_version(project_id, file.id, str(seen["id"])).decode("utf-8", errors="replace")
+        if current_text is None:
+            current_text = ctx.client.download(project_id, file.id).decode("utf-8", errors="replace")
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        return None  # the conflict stands; only the diff is missing
+    label = f"version {seen.get('versionNumber', '?')} ({expected[:12]}…, what you saw)"
+    return shortened(unified_diff(then, current_text, before=label, after=f"now ({current[:12]}…)"))
+
+
+def settle_content(
+    ctx: ToolContext,
+    project_id: str,
+    path: str,
+    write: Callable[[], VaultFile],
+    *,
+    before: str | None,
+    after: str,
+) -> tuple[VaultFile, bool]:
+    """Run a content write; on an unanswered one, look at the note once. Returns (file, verified)."""
+    try:
+        return write(), False
+    except TeamVaultError as error:
+        found = settle(
+            error,
+            lambda: ctx.client.find_file(project_id, path),
+            applied=lambda file: file is not None and file.content_hash == after,
+            untouched=lambda file: (file.content_hash if file is not None else None) == before,
+            untouched_text=f"the note unchanged (contentHash {before})" if before else f"still no note at {path}",
+        )
+        assert found is not None
+        return found, True
+
+
+def settle(
+    error: TeamVaultError,
+    look: Callable[[], T],
+    *,
+    applied: Callable[[T], bool],
+    untouched: Callable[[T], bool],
+    untouched_text: str,
+) -> T:
+    """Settle a write that ended in ``error``: what ``look`` found if it shows the write applied.
+
+    Raises :class:`NotAppliedError` if it shows the note untouched and no attempt can still
+    be running on the server; re-raises ``error`` (with its hint) in every other case.
+    """
+    if isinstance(error, CallCancelledError) or not error.uncertain:
+        raise error
+    try:
+        found = look()
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        raise error from None  # no budget left to look, or the look failed too: it stays uncertain
+    if applied(found):
+        return found
+    if untouched(found) and not error.pending:
+        raise NotAppliedError(error, untouched_text) from None
+    raise error
+
+
+def _result(result: dict[str, Any], verified: bool) -> ToolOutput:
+    if verified:
+        result.update(verified=True, note=VERIFIED)
+    return json_output(result)
 
 
 def mime_type_for(path: str) -> str:

@@ -34,11 +34,12 @@ PARALLEL_READS = 8
 
 def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
-    path, text = ctx.text_of(project_id, args["path"])
+    note = ctx.note(project_id, args["path"])
     if not any(name in args for name in ("section", "startLine", "endLine", "maxChars")):
-        return ToolOutput(text)  # the whole note, exactly as stored: what read_note always returned
-    excerpt = excerpt_of(path, text, args)
-    return ToolOutput(excerpt.text_with_notice(), excerpt.as_json())
+        # The whole note, exactly as stored: what read_note always returned; the hash rides alongside.
+        return ToolOutput(note.text, {"path": note.path, "contentHash": note.content_hash})
+    excerpt = excerpt_of(note.path, note.text, args)
+    return ToolOutput(excerpt.text_with_notice(), {**excerpt.as_json(), "contentHash": note.content_hash})
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, sec
 
 def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
-    path, text = ctx.text_of(project_id, args["path"])
+    note = ctx.note(project_id, args["path"])
+    path, text = note.path, note.text
     document = parse(text)
     toc_path: tuple[str, ...] = ()
     headings = document.headings
@@ -151,6 +153,7 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         toc_path, headings = parent.path, parent.children
     result: dict[str, Any] = {
         "path": path,
+        "contentHash": note.content_hash,
         "tocPath": list(toc_path),
         "totalLines": document.line_count,
         "totalChars": len(text),
@@ -179,7 +182,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     def read_one(raw: str) -> dict[str, Any]:
         client = ctx.client.fork()  # a requests session serves one thread
         try:
-            path, text = ToolContext(client, ctx.default_project_id).text_of(project_id, raw)
+            note = ToolContext(client, ctx.default_project_id).note(project_id, raw)
         except CallCancelledError:
             raise
         except TeamVaultError as error:
@@ -187,9 +190,14 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         finally:
             client.close()
         if "maxChars" not in args:
-            return {"path": path, "content": text}
-        excerpt = excerpt_of(path, text, {"maxChars": args["maxChars"]})
-        return {"path": path, "content": excerpt.text_with_notice(), "truncated": excerpt.truncated}
+            return {"path": note.path, "content": note.text, "contentHash": note.content_hash}
+        excerpt = excerpt_of(note.path, note.text, {"maxChars": args["maxChars"]})
+        return {
+            "path": note.path,
+            "content": excerpt.text_with_notice(),
+            "contentHash": note.content_hash,
+            "truncated": excerpt.truncated,
+        }
 
     with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(wanted)), thread_name_prefix="read_notes") as pool:
         futures = {raw: pool.submit(read_one, raw) for raw in wanted}

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Protocol, TypeVar
 
-from teamvault_mcp.errors import CallCancelledError, KeyInUseError, OutOfTimeError, TeamVaultError
+from teamvault_mcp.errors import (
+    AttemptTimeoutError,
+    CallCancelledError,
+    HTTPStatusError,
+    KeyInUseError,
+    OutOfTimeError,
+    TeamVaultError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +152,7 @@ def run_with_retries(
     counted_failures = 0
     attempts = 0
     earlier_uncertain = False
+    pending = False  # some attempt may still be running on the server
     last: TeamVaultError | None = None
     while True:
         if cancel.is_set():
@@ -162,7 +170,9 @@ def run_with_retries(
         except TeamVaultError as error:
             if last is not None:
                 earlier_uncertain = earlier_uncertain or last.uncertain
+            pending = pending or _may_still_run(error)
             last = error
+            last.pending = pending
         if isinstance(last, KeyInUseError):
             pause = policy.key_in_use_pause_for(last.retry_after, clock.random())
         elif last.retryable and counted_failures + 1 < policy.max_attempts:
@@ -175,6 +185,13 @@ def run_with_retries(
         log.info("%s %s: attempt %d failed (%s); retrying in %.2f s", *what, attempts, last, pause)
         if clock.wait(cancel, pause):
             raise CallCancelledError()
+
+
+def _may_still_run(error: TeamVaultError) -> bool:
+    """Whether the server may still be working on the attempt that ended in ``error``."""
+    if isinstance(error, AttemptTimeoutError | KeyInUseError):
+        return True
+    return isinstance(error, HTTPStatusError) and error.status == 504  # the gateway gave up, not the server
 
 
 def _final(

@@ -45,7 +45,10 @@ Tools for a Team Vault: a shared Obsidian vault that people edit at the same tim
 note_outline(path) for a note's headings, note_outline(path, tocPath=[...]) to go one level down; \
 then read_note(path, section=[...]) or read_note(path, startLine=, endLine=) for just that part; \
 read_notes(paths=[...]) for several notes at once. Anything cut says so and gives the call that reads the rest.
-- Write carefully: read a note before you overwrite it with write_note; others may have changed it.
+- Write carefully: others edit these notes too. Change part of a note with \
+edit_note(path, edits=[{oldText, newText}], expectedHash=<the contentHash your read returned>) rather than rewriting \
+it with write_note, and check the diff it returns. A conflict means someone changed the note: read it again. \
+list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.
 - After an error that says a change may or may not have been applied, check with read_note or list_notes \
 before calling again: a blind retry could apply the change twice."""
 

@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.notes import delete_note, list_note_versions, list_projects, move_note, whoami, write_note
+from teamvault_mcp.history import diff_note_versions, list_note_versions, read_note_version, restore_note_version
+from teamvault_mcp.notes import delete_note, edit_note, list_projects, move_note, whoami, write_note
 from teamvault_mcp.reading import (
     DEFAULT_EXCERPT_CHARS,
     DEFAULT_LIST_LIMIT,
@@ -28,8 +29,12 @@ MAX_CONTENT_BYTES = 5 * 1024 * 1024
 MAX_PATH_CHARS = 4096
 MAX_ID_CHARS = 256
 MAX_BATCH = 20
+MAX_EDITS = 100
+EDIT_FIELDS = {"oldText": "string", "newText": "string", "replaceAll": "boolean"}
 
-Kind = Literal["path", "content", "id", "prefix", "cursor", "toc", "paths", "count"]
+Kind = Literal[
+    "path", "content", "id", "prefix", "cursor", "toc", "paths", "count", "flag", "hash", "choice", "version", "edits"
+]
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,10 @@ class Param:
     """One argument of a tool: its JSON schema and its check come from ``kind``.
 
     Strings: ``path`` and ``id`` (non-empty), ``content`` (at most 5 MiB), ``prefix``,
-    ``cursor``. Arrays of strings: ``toc`` (heading names), ``paths`` (1–20 paths).
-    Integers: ``count``, between ``minimum`` and ``maximum``.
+    ``cursor``, ``hash`` (64 hex digits), ``choice`` (one of ``choices``). Arrays:
+    ``toc`` (heading names), ``paths`` (1–20 paths), ``edits`` (1–100 ``{oldText,
+    newText, replaceAll?}``). Integers: ``count``, between ``minimum`` and ``maximum``.
+    ``version``: a version number or id. ``flag``: a boolean.
     """
 
     name: str
@@ -47,10 +54,23 @@ class Param:
     required: bool = True
     minimum: int = 1
     maximum: int | None = None
+    choices: tuple[str, ...] = ()
 
     def schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"description": self.description}
-        if self.kind == "count":
+        if self.kind == "flag":
+            schema["type"] = "boolean"
+        elif self.kind == "hash":
+            schema.update(type="string", pattern="^[0-9a-fA-F]{64}$")
+        elif self.kind == "choice":
+            schema.update(type="string", enum=list(self.choices))
+        elif self.kind == "version":
+            schema["anyOf"] = [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]
+        elif self.kind == "edits":
+            properties = {name: {"type": kind} for name, kind in EDIT_FIELDS.items()}
+            item = {"type": "object", "properties": properties, "required": ["oldText", "newText"]}
+            schema.update(type="array", items=item, minItems=1, maxItems=MAX_EDITS)
+        elif self.kind == "count":
             schema.update(type="integer", minimum=self.minimum)
             if self.maximum is not None:
                 schema["maximum"] = self.maximum
@@ -68,18 +88,63 @@ class Param:
 
     def check(self, value: Any) -> Any:
         """The value if it is acceptable; a :class:`ToolInputError` saying what is wrong otherwise."""
+        what = f"Argument '{self.name}'"
         if self.kind == "count":
             return self._check_count(value)
         if self.kind in ("toc", "paths"):
             return self._check_list(value)
-        return self._check_string(value, f"Argument '{self.name}'")
+        if self.kind == "flag":
+            if not isinstance(value, bool):
+                raise ToolInputError(f"{what} must be true or false, got {_json_type(value)}.")
+            return value
+        if self.kind == "version":
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                return value
+            if isinstance(value, str) and value:
+                return value
+            raise ToolInputError(f"{what} must be a version number (1, 2, …) or a version id. {self.description}")
+        if self.kind == "edits":
+            return self._check_edits(value)
+        text = self._check_string(value, what)
+        if self.kind == "hash" and not (len(text) == 64 and all(ch in "0123456789abcdefABCDEF" for ch in text)):
+            raise ToolInputError(f"{what} must be a contentHash: 64 hexadecimal digits, as a read result gives it.")
+        if self.kind == "choice" and text not in self.choices:
+            raise ToolInputError(f"{what} must be one of {', '.join(self.choices)}, not {text!r}.")
+        return text
 
-    def _check_string(self, value: Any, what: str) -> str:
+    def _check_edits(self, value: Any) -> list[dict[str, Any]]:
+        if not isinstance(value, list) or not 1 <= len(value) <= MAX_EDITS:
+            raise ToolInputError(
+                f"Argument '{self.name}' must be an array of 1 to {MAX_EDITS} edits "
+                '{"oldText": …, "newText": …, "replaceAll"?: true}.'
+            )
+        for number, edit in enumerate(value, start=1):
+            if not isinstance(edit, dict):
+                raise ToolInputError(f"Edit {number} must be an object with oldText and newText.")
+            unknown = sorted(set(edit) - set(EDIT_FIELDS))
+            if unknown:
+                raise ToolInputError(
+                    f"Edit {number} has unknown fields {', '.join(unknown)}; use oldText, newText, replaceAll."
+                )
+            for field_name, kind in EDIT_FIELDS.items():
+                if field_name not in edit:
+                    if field_name != "replaceAll":
+                        raise ToolInputError(f"Edit {number} has no {field_name}.")
+                elif kind == "string" and not isinstance(edit[field_name], str):
+                    raise ToolInputError(f"Edit {number}: {field_name} must be a string.")
+                elif kind == "boolean" and not isinstance(edit[field_name], bool):
+                    raise ToolInputError(f"Edit {number}: replaceAll must be true or false.")
+            self._check_string(edit["oldText"], f"Edit {number}: oldText", "content")
+            self._check_string(edit["newText"], f"Edit {number}: newText", "content")
+        return value
+
+    def _check_string(self, value: Any, what: str, kind: Kind | None = None) -> str:
+        kind = kind or self.kind
         if not isinstance(value, str):
             raise ToolInputError(f"{what} must be a string, got {_json_type(value)}. {self.description}")
-        if self.kind in ("path", "id", "cursor", "paths") and not value:
+        if kind in ("path", "id", "cursor", "paths", "hash") and not value:
             raise ToolInputError(f"{what} must not be empty. {self.description}")
-        limit = MAX_ID_CHARS if self.kind == "id" else MAX_PATH_CHARS if self.kind != "content" else None
+        limit = MAX_ID_CHARS if kind == "id" else MAX_PATH_CHARS if kind != "content" else None
         if limit is not None and len(value) > limit:
             raise ToolInputError(f"{what} is {len(value)} characters long; the limit is {limit}.")
         try:
@@ -88,7 +153,7 @@ class Param:
             raise ToolInputError(
                 f"{what} is not valid Unicode text (a lone surrogate at character {exc.start})."
             ) from None
-        if self.kind == "content" and size > MAX_CONTENT_BYTES:
+        if kind == "content" and size > MAX_CONTENT_BYTES:
             raise ToolInputError(
                 f"{what} is {size:,} bytes; notes written through this tool are limited to "
                 f"{MAX_CONTENT_BYTES:,} bytes (UTF-8). Nothing was written; split the text into several notes."
@@ -182,6 +247,14 @@ NOTE_PATH = Param(
     "Vault-relative path of the note, e.g. 'people/kuzma-minin.md'. "
     "'./a.md', 'dir\\a.md' and 'dir//a.md' name the same notes as 'a.md' and 'dir/a.md'.",
 )
+EXPECTED_HASH = Param(
+    "expectedHash",
+    "The contentHash you last read. The write happens only if the note still has it; if someone changed it "
+    "since, you get a conflict with the current hash and what changed.",
+    kind="hash",
+    required=False,
+)
+VERSION_HELP = "A version number (1 is the first) or a version id, from list_note_versions."
 MAX_CHARS = Param(
     "maxChars",
     f"Longest text to return, in characters (default {DEFAULT_EXCERPT_CHARS:,} for a section or line range, "
@@ -410,13 +483,80 @@ TOOLS: tuple[Tool, ...] = (
         output_schema=_list_schema("versions", {"type": "object"}),
     ),
     Tool(
+        name="read_note_version",
+        title="Read note version",
+        description=(
+            "Return the text of one saved version of a note, exactly as it was (the version's contentHash is "
+            "that of these bytes). Name the version by number or id, as list_note_versions gives them."
+        ),
+        params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version")),
+        handler=read_note_version,
+    ),
+    Tool(
+        name="diff_note_versions",
+        title="Diff note versions",
+        description=(
+            "Show what changed in a note between two saved versions, as a unified diff; without 'to', between "
+            "the version 'from' and the note's current content. Use it to review what an agent or a colleague "
+            "changed before restoring anything."
+        ),
+        params=(
+            NOTE_PATH,
+            Param("from", f"The older version. {VERSION_HELP}", kind="version"),
+            Param(
+                "to",
+                f"The newer version (default: the current content). {VERSION_HELP}",
+                kind="version",
+                required=False,
+            ),
+        ),
+        handler=diff_note_versions,
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "from": {"type": "object"},
+                "to": {"type": "object"},
+                "changed": {"type": "boolean"},
+                "diff": _STRING,
+            },
+            ["path", "from", "to", "changed", "diff"],
+        ),
+    ),
+    Tool(
+        name="restore_note_version",
+        title="Restore note version",
+        description=(
+            "Bring back the content a note had in one saved version, by writing it as a new version: nothing "
+            "is lost, and the content it replaces stays in the history. Returns the diff from the current "
+            "content to the restored one and the new contentHash."
+        ),
+        params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version"), EXPECTED_HASH),
+        handler=restore_note_version,
+        writes=True,
+        destructive=False,  # the replaced content stays in the history
+        idempotent=True,  # restoring the same version again changes nothing
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "action": {"type": "string", "enum": ["restored", "unchanged"]},
+                "restoredVersion": {"type": "object"},
+                "previousHash": _STRING,
+                "contentHash": _STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "action", "restoredVersion", "contentHash"],
+        ),
+    ),
+    Tool(
         name="write_note",
         title="Write note",
         description=(
             "Create a text note at a vault path, or replace the whole content of the note already there. "
-            "Returns the stored path, whether the note was 'created' or 'updated', and its size in bytes. "
-            "Other people edit these notes too: read the note first and keep their changes. Missing folders "
-            "are created implicitly. A retried call never writes twice."
+            "Returns the stored path, whether the note was 'created' or 'updated', its size in bytes and its new "
+            "contentHash. Other people edit these notes too: to change part of a note use edit_note; to replace "
+            "one, pass the contentHash you read as expectedHash so a colleague's edit is never overwritten. "
+            "mode=create refuses to overwrite, mode=update refuses to create. Missing folders are created "
+            "implicitly. A retried call never writes twice."
         ),
         params=(
             Param("path", "Vault-relative path of the note to write, e.g. 'meetings/2026-11-30.md'."),
@@ -425,6 +565,14 @@ TOOLS: tuple[Tool, ...] = (
                 "The complete new text of the note (UTF-8). Replaces everything that was there.",
                 kind="content",
             ),
+            Param(
+                "mode",
+                "upsert (default): create or replace; create: fail if the note exists; update: fail if it does not.",
+                kind="choice",
+                required=False,
+                choices=("upsert", "create", "update"),
+            ),
+            EXPECTED_HASH,
         ),
         handler=write_note,
         writes=True,
@@ -435,8 +583,52 @@ TOOLS: tuple[Tool, ...] = (
                 "path": _STRING,
                 "action": {"type": "string", "enum": ["created", "updated"]},
                 "size": {"type": "integer"},
+                "contentHash": _STRING,
+                "verified": {"type": "boolean"},
             },
             ["path", "action", "size"],
+        ),
+    ),
+    Tool(
+        name="edit_note",
+        title="Edit note",
+        description=(
+            "Change part of a note without rewriting it: edits is an ordered list of {oldText, newText} "
+            "replacements (each oldText must occur exactly once, or set replaceAll); or give patch, a unified "
+            "diff with @@ hunks of ' ', '-' and '+' lines (line numbers optional). Line endings may differ from "
+            "the note's; the note keeps its own. All edits apply or none; a failed one shows the closest lines "
+            "or every match's line number. Returns the unified diff and the new contentHash. dryRun shows the "
+            "diff and writes nothing. Pass the contentHash you read as expectedHash to be safe from "
+            "concurrent edits."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "edits",
+                'Replacements, applied in order, e.g. [{"oldText": "- [ ] call Kuzma", '
+                '"newText": "- [x] call Kuzma"}].',
+                kind="edits",
+                required=False,
+            ),
+            Param("patch", "Instead of edits: a unified diff of the note (@@ hunks).", kind="content", required=False),
+            Param("dryRun", "true: show the diff, write nothing.", kind="flag", required=False),
+            EXPECTED_HASH,
+        ),
+        handler=edit_note,
+        writes=True,
+        destructive=True,  # changes content (the server keeps the old content as a version)
+        idempotent=False,  # a repeated replaceAll, or an edit whose oldText is in its newText, changes again
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "dryRun": {"type": "boolean"},
+                "changed": {"type": "boolean"},
+                "previousHash": _STRING,
+                "contentHash": _STRING,
+                "diff": _STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "dryRun", "changed", "previousHash", "contentHash", "diff"],
         ),
     ),
     Tool(
@@ -449,6 +641,7 @@ TOOLS: tuple[Tool, ...] = (
         params=(
             Param("path", "Current vault path of the note, e.g. 'inbox/idea.md'."),
             Param("newPath", "New vault path, e.g. 'projects/idea.md'. Missing folders are created implicitly."),
+            EXPECTED_HASH,
         ),
         handler=move_note,
         writes=True,
@@ -464,7 +657,7 @@ TOOLS: tuple[Tool, ...] = (
             "version history, so an administrator can recover it, and writing a note at the same path "
             "later revives it."
         ),
-        params=(NOTE_PATH,),
+        params=(NOTE_PATH, EXPECTED_HASH),
         handler=delete_note,
         writes=True,
         destructive=True,

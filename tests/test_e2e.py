@@ -74,7 +74,8 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
         assert [p["id"] for p in projects["projects"]] == [vault.project_id]
 
         _, is_error, created = await call(client, "write_note", path="people\\kuzma.md", content="# Kuzma\n")
-        assert (is_error, created) == (False, {"path": "people/kuzma.md", "action": "created", "size": 8})
+        assert not is_error
+        assert (created["path"], created["action"], created["size"]) == ("people/kuzma.md", "created", 8)
         _, _, updated = await call(client, "write_note", path="./people/kuzma.md", content="# Kuzma Minin\n")
         assert updated["action"] == "updated"
         text, _, _ = await call(client, "read_note", path="people//kuzma.md")
@@ -93,7 +94,7 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
         text, _, _ = await call(client, "read_note", path="people/kuzma.md", startLine=3, endLine=4)
         assert text == "## Life\nborn\n"
         _, _, batch = await call(client, "read_notes", paths=["people/kuzma.md", "people/nobody.md"])
-        assert [sorted(note) for note in batch["notes"]] == [["content", "path"], ["error", "path"]]
+        assert [sorted(note) for note in batch["notes"]] == [["content", "contentHash", "path"], ["error", "path"]]
         _, _, shallow = await call(client, "list_notes", depth=1)
         assert shallow["notes"] == [{"folder": "people/", "notes": 1}]
 
@@ -161,16 +162,28 @@ async def test_apply_then_close_is_retried_and_replayed_applied_exactly_once(
     assert [m for m, _ in vault.faults.seen].count(method) == 2  # the first attempt and the replayed one
 
 
-async def test_a_write_that_never_got_an_answer_says_so(vault: LocalVault) -> None:
+async def test_an_unanswered_write_found_unchanged_is_a_clean_failure(vault: LocalVault) -> None:
     vault.faults.add("PUT", FILE, Fault.close_before(), times=2)
-    # A 3.5 s budget leaves room for two attempts and the 1 s pause between them, not for the 3 s one.
-    async with mcp_over_stdio([], vault_env(vault, TEAM_VAULT_CALL_BUDGET="3.5")) as client:
+    # A 5 s budget leaves room for two attempts and the 1 s pause, not for the 3 s one; then a look.
+    async with mcp_over_stdio([], vault_env(vault, TEAM_VAULT_CALL_BUDGET="5")) as client:
         await call(client, "write_note", path="n.md", content="before\n")
         text, is_error, _ = await call(client, "write_note", path="n.md", content="after\n")
     assert is_error
     assert "Gave up after 2 attempts" in text
-    assert text.endswith(UNCERTAIN_WRITE_HINT)
-    assert live_notes(vault) == {"n.md": b"before\n"}  # here, in fact, it was not applied
+    assert "A check right after found the note unchanged" in text and "was not applied" in text
+    assert UNCERTAIN_WRITE_HINT not in text
+    assert live_notes(vault) == {"n.md": b"before\n"}
+
+
+async def test_an_unanswered_write_that_may_still_run_keeps_the_hint(vault: LocalVault) -> None:
+    vault.faults.add("PUT", FILE, Fault.hang(at_most=3), times=3)
+    env = vault_env(vault, TEAM_VAULT_CALL_BUDGET="4", TEAM_VAULT_ATTEMPT_TIMEOUT="1")
+    async with mcp_over_stdio([], env) as client:
+        await call(client, "write_note", path="n.md", content="before\n")
+        text, is_error, _ = await call(client, "write_note", path="n.md", content="after\n")
+    assert is_error
+    assert "timed out" in text
+    assert text.endswith(UNCERTAIN_WRITE_HINT)  # found unchanged, but a timed-out attempt may yet land
 
 
 async def test_local_mode_runs_on_an_embedded_vault_that_keeps_its_notes(tmp_path: Path) -> None:

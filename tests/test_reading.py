@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -33,6 +34,10 @@ Details text.
 # Chapter 2
 Two.
 """
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @pytest.fixture
@@ -107,7 +112,9 @@ async def test_outline_of_a_note_without_headings_says_how_to_read_it(
 
 async def test_plain_read_note_is_unchanged(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     serve_note(http_mock, "book.md", NOTE)
-    assert await call(runner, "read_note", path="book.md") == (NOTE, False, None)
+    text, is_error, structured = await call(runner, "read_note", path="book.md")
+    assert (text, is_error) == (NOTE, False)  # the text exactly as stored, nothing added
+    assert structured == {"path": "book.md", "contentHash": digest(NOTE)}
 
 
 async def test_a_section_read_returns_exactly_the_section(
@@ -124,6 +131,7 @@ async def test_a_section_read_returns_exactly_the_section(
         "chars": 21,
         "truncated": False,
         "section": ["Chapter 1", "Intro"],
+        "contentHash": digest(NOTE),
     }
 
 
@@ -227,11 +235,11 @@ async def test_a_batch_keeps_each_notes_result_and_one_failure_fails_no_other(
     text, is_error, result = await call(runner, "read_notes", paths=paths)
     assert not is_error
     assert result["notes"] == [
-        {"path": "a.md", "content": "alpha\n"},
+        {"path": "a.md", "content": "alpha\n", "contentHash": digest("alpha\n")},
         {"path": "missing.md", "error": "Note not found: missing.md"},
         {"path": "../escape.md", "error": "Parent traversal is not allowed: ../escape.md"},
         {"path": "pic.png", "error": "Not a text file: pic.png (image/png)."},
-        {"path": "b.md", "content": "beta\n"},
+        {"path": "b.md", "content": "beta\n", "contentHash": digest("beta\n")},
     ]
     assert text.startswith("Read 2 of 5 notes; 3 failed.\n\n===== a.md =====\nalpha\n")
     assert "===== missing.md — error =====\nNote not found: missing.md" in text

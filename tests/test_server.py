@@ -25,8 +25,18 @@ from teamvault_mcp.tools import MAX_CONTENT_BYTES
 
 pytestmark = pytest.mark.anyio
 
-WRITE_TOOLS = {"write_note", "move_note", "delete_note"}
-READ_TOOLS = {"whoami", "list_projects", "list_notes", "note_outline", "read_note", "read_notes", "list_note_versions"}
+WRITE_TOOLS = {"write_note", "edit_note", "move_note", "delete_note", "restore_note_version"}
+READ_TOOLS = {
+    "whoami",
+    "list_projects",
+    "list_notes",
+    "note_outline",
+    "read_note",
+    "read_notes",
+    "list_note_versions",
+    "read_note_version",
+    "diff_note_versions",
+}
 
 
 @asynccontextmanager
@@ -64,7 +74,7 @@ async def test_the_instructions_explain_how_the_reading_tools_fit_together(runne
     async with connected(runner) as client:
         instructions = client.instructions
     assert instructions is not None
-    for must in ("note_outline", "section=", "startLine", "read_notes", "depth=1", "may or may not"):
+    for must in ("note_outline", "section=", "startLine", "read_notes", "depth=1", "may or may not", "expectedHash"):
         assert must in instructions
 
 
@@ -137,7 +147,9 @@ async def test_read_note_returns_the_raw_text(runner: ToolRunner, http_mock: res
     resolves(http_mock, "notes/a.md", file_record("notes/a.md", "f1"))
     http_mock.get(f"{FILES}/f1", body="# Title\n\nÜmlaut — text\n".encode())
     text, is_error, structured = await call(runner, "read_note", path="notes/a.md")
-    assert (text, is_error, structured) == ("# Title\n\nÜmlaut — text\n", False, None)
+    assert (text, is_error) == ("# Title\n\nÜmlaut — text\n", False)
+    digest = hashlib.sha256("# Title\n\nÜmlaut — text\n".encode()).hexdigest()
+    assert structured == {"path": "notes/a.md", "contentHash": digest}
 
 
 @pytest.mark.parametrize("spelling", ["./dir/a.md", "dir\\a.md", "dir//a.md", "x/../dir/a.md", "dir/./a.md"])
@@ -176,7 +188,8 @@ async def test_write_note_creates_a_new_note(runner: ToolRunner, http_mock: resp
     http_mock.post(FILES, status=201, json={"file": file_record("meetings/2026-11-30.md", "f2", size="7")})
     text, is_error, structured = await call(runner, "write_note", path="meetings//2026-11-30.md", content="Agenda\n")
     assert not is_error, text
-    assert structured == {"path": "meetings/2026-11-30.md", "action": "created", "size": 7}
+    digest = hashlib.sha256(b"Agenda\n").hexdigest()
+    assert structured == {"path": "meetings/2026-11-30.md", "action": "created", "size": 7, "contentHash": digest}
     post = http_mock.calls[1].request
     assert b'name="path"\r\n\r\nmeetings/2026-11-30.md' in post.body
     assert b"Content-Type: text/markdown" in post.body
@@ -188,7 +201,8 @@ async def test_write_note_updates_an_existing_note(runner: ToolRunner, http_mock
     http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1", size="9")})
     _, is_error, structured = await call(runner, "write_note", path="a.md", content="new text\n")
     assert not is_error
-    assert structured == {"path": "a.md", "action": "updated", "size": 9}
+    digest = hashlib.sha256(b"new text\n").hexdigest()
+    assert structured == {"path": "a.md", "action": "updated", "size": 9, "contentHash": digest}
     assert http_mock.calls[1].request.body == b"new text\n"
 
 
@@ -330,7 +344,8 @@ async def test_a_create_that_landed_before_its_answer_was_lost_is_reported_as_cr
     resolves(http_mock, "new.md", file_record("new.md", "f5", contentHash=digest, size="21"))
     text, is_error, structured = await call(runner, "write_note", path="new.md", content=content)
     assert not is_error, text
-    assert structured == {"path": "new.md", "action": "created", "size": 21}
+    assert structured["action"] == "created" and structured["size"] == 21
+    assert structured["verified"] is True  # the answer was lost; the check found our bytes there
 
 
 async def test_a_path_taken_by_someone_else_meanwhile_is_an_uncertain_conflict(

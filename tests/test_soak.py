@@ -97,14 +97,26 @@ def next_call(rng: random.Random, model: dict[str, str], number: int) -> tuple[s
     if live and roll < 0.35:
         free = [path for path in PATHS if path not in model]
         return "move_note", {"path": rng.choice(live), "newPath": rng.choice(free)}
+    if live and roll < 0.55:  # an exact edit of the first line, guarded by the hash the model last saw
+        path = rng.choice(live)
+        first = model[path].split("\n", 1)[0]
+        edit = {"oldText": first + "\n", "newText": f"edited by call {number}\n"}
+        return "edit_note", {"path": path, "edits": [edit], "expectedHash": _hash(model[path])}
     # Every write carries unique content, so each applied write is one version and one log entry.
     return "write_note", {"path": rng.choice(PATHS), "content": f"call {number}\n{rng.random()}\n"}
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def expected_after(tool: str, args: dict[str, Any], before: dict[str, str]) -> dict[str, str]:
     after = dict(before)
     if tool == "write_note":
         after[args["path"]] = args["content"]
+    elif tool == "edit_note":
+        edit = args["edits"][0]
+        after[args["path"]] = after[args["path"]].replace(edit["oldText"], edit["newText"], 1)
     elif tool == "move_note":
         after[args["newPath"]] = after.pop(args["path"])
     else:
@@ -142,8 +154,8 @@ async def test_no_write_is_lost_or_doubled_under_faults(tmp_path: Path) -> None:
                     applied = actual == expected
                     counts["uncertain, applied" if applied else "uncertain, not applied"] += 1
                     assert applied or actual == model, f"call {number} {tool} is half applied: {text}"
-                if tool == "write_note" and actual == expected and actual != model:
-                    applied_contents.append(args["content"])
+                if tool in ("write_note", "edit_note") and actual == expected and actual != model:
+                    applied_contents.append(actual[args["path"]])
                 model = actual
         vault.faults.chooser = None
         operations = vault.store.operations(vault.project_id)
@@ -158,7 +170,7 @@ async def test_no_write_is_lost_or_doubled_under_faults(tmp_path: Path) -> None:
     written = collections.Counter(op["contentHash"] for op in operations if op["kind"] in ("CREATE", "UPDATE"))
     assert all(count == 1 for count in written.values())
     # Nothing lost: every write that took effect is in the log, and in the history of its note.
-    assert sorted(written) == sorted(hashlib.sha256(c.encode()).hexdigest() for c in applied_contents)
+    assert sorted(written) == sorted(_hash(content) for content in applied_contents)
     assert versions == len(applied_contents)  # unique contents: one version per applied write
     uncertain = counts["uncertain, applied"] + counts["uncertain, not applied"]
     assert uncertain < CALLS * 0.15  # the retries absorb most faults (30 % of requests): few calls end in doubt

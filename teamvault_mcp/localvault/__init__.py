@@ -54,12 +54,13 @@ class LocalVault:
         port: int = 0,
         api_key: str | None = None,
         max_file_size: int | None = None,
+        idempotency: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.store = Store(self.data_dir, max_file_size=max_file_size)
         self.faults = FaultPlan()
-        self.state = VaultState(self.store, self.faults)
+        self.state = VaultState(self.store, self.faults, idempotency=idempotency)
         self.project_id, self.api_key = self._bootstrap(api_key)
         handler = type("Handler", (VaultHandler,), {"state": self.state})
         self._server = _Server((host, port), handler)

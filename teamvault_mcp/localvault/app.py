@@ -91,6 +91,8 @@ class VaultState:
     store: Store
     faults: FaultPlan
     idempotency_retention: float = IDEMPOTENCY_RETENTION
+    #: False emulates the public Team Vault server, which ignores Idempotency-Key (teamvault-api.md §11.1).
+    idempotency: bool = True
     in_flight: dict[Scope, str] = field(default_factory=dict)  # scope → fingerprint
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_purge: float = 0.0
@@ -223,7 +225,7 @@ class VaultHandler(BaseHTTPRequestHandler):
     def _idempotent(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
         """The request, through the idempotency layer of teamvault-api.md §11.2 if it is a write with a key."""
         key = request.key
-        if key is None:
+        if key is None or not self.state.idempotency:
             return self._guarded(request, handle)
         if not key.strip() or len(key) > 255:
             return Answer.error(VaultError(400, "invalid_idempotency_key", "Некорректный Idempotency-Key"))

@@ -1,0 +1,123 @@
+"""Handlers of the version-history tools: list, read, diff and restore versions of a note.
+
+The server keeps a version per distinct content of every note (teamvault-api.md §4).
+A version is named by its number (``3``) or its id. Restoring writes that version's
+bytes as a new version, through the same idempotent and settled write as any edit:
+nothing is ever lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.errors import NotTextError, TeamVaultError
+from teamvault_mcp.notes import VERIFIED, expect, settle_content
+from teamvault_mcp.textdiff import unified_diff
+
+
+def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    _, file = ctx.existing(project_id, args["path"])
+    return json_output(_versions(ctx, project_id, file.id), key="versions")
+
+
+def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    path, file = ctx.existing(project_id, args["path"])
+    version = _version(_versions(ctx, project_id, file.id), args["version"], path)
+    text = _version_text(ctx, project_id, file, version, path)
+    return ToolOutput(text, {"path": path, "version": _summary(version)})
+
+
+def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    path, file = ctx.existing(project_id, args["path"])
+    versions = _versions(ctx, project_id, file.id)
+    old = _version(versions, args["from"], path)
+    old_text = _version_text(ctx, project_id, file, old, path)
+    if "to" in args:
+        new = _version(versions, args["to"], path)
+        new_text = _version_text(ctx, project_id, file, new, path)
+        to_label, to_json = f"version {new.get('versionNumber')}", _summary(new)
+    else:
+        data = ctx.client.download(project_id, file.id)
+        new_text = data.decode("utf-8", errors="replace")
+        to_label, to_json = "the current content", {"current": True, "contentHash": sha256_hex(data)}
+    from_label = f"version {old.get('versionNumber')}"
+    diff = unified_diff(old_text, new_text, before=f"{path} ({from_label})", after=f"{path} ({to_label})")
+    result = {"path": path, "from": _summary(old), "to": to_json, "changed": bool(diff), "diff": diff}
+    headline = f"{path}: from {from_label} to {to_label}" + ("" if diff else ": no differences.")
+    return ToolOutput(f"{headline}\n{diff}" if diff else headline, result)
+
+
+def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    note = ctx.note(project_id, args["path"])
+    expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
+    version = _version(_versions(ctx, project_id, note.file.id), args["version"], note.path)
+    data = ctx.client.download_version(project_id, note.file.id, str(version["id"]))
+    restored_hash = sha256_hex(data)
+    text = data.decode("utf-8", errors="replace")
+    diff = unified_diff(
+        note.text, text, before=f"{note.path} (now)", after=f"{note.path} (version {version.get('versionNumber')})"
+    )
+    result: dict[str, Any] = {
+        "path": note.path,
+        "restoredVersion": _summary(version),
+        "previousHash": note.content_hash,
+        "contentHash": restored_hash,
+    }
+    if restored_hash == note.content_hash:
+        result["action"] = "unchanged"
+        return ToolOutput(
+            f"{note.path} already has the content of version {version.get('versionNumber')}: nothing was written.",
+            result,
+        )
+    file = note.file
+    _, verified = settle_content(
+        ctx,
+        project_id,
+        note.path,
+        lambda: ctx.client.replace_content(project_id, file.id, data),
+        before=note.content_hash,
+        after=restored_hash,
+    )
+    result["action"] = "restored"
+    if verified:
+        result.update(verified=True, note=VERIFIED)
+    headline = (
+        f"Restored {note.path} to the content of version {version.get('versionNumber')} as a new version "
+        f"(contentHash {restored_hash}); the content it replaces stays in the history."
+    )
+    return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{diff}", result)
+
+
+def _versions(ctx: ToolContext, project_id: str, file_id: str) -> list[dict[str, Any]]:
+    versions = ctx.client.list_versions(project_id, file_id)
+    if all(isinstance(v.get("versionNumber"), int) for v in versions):
+        versions.sort(key=lambda v: v["versionNumber"], reverse=True)  # newest first, whatever the server did
+    return versions
+
+
+def _version(versions: list[dict[str, Any]], wanted: int | str, path: str) -> dict[str, Any]:
+    """The version ``wanted`` names: a number, or an id (a string of digits is tried as both)."""
+    for version in versions:
+        if version.get("id") == wanted or version.get("versionNumber") == wanted:
+            return version
+    if isinstance(wanted, str) and wanted.isdigit():
+        return _version(versions, int(wanted), path)
+    numbers = sorted((v["versionNumber"] for v in versions if isinstance(v.get("versionNumber"), int)), reverse=True)
+    known = f"it has versions {', '.join(map(str, numbers[:30]))}" if numbers else "it has no versions"
+    raise TeamVaultError(f"Version {wanted} of {path} not found: {known}. Call list_note_versions to see them.")
+
+
+def _version_text(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> str:
+    if file.file_type != "TEXT":
+        raise NotTextError(path, file.mime_type or file.file_type)
+    return ctx.client.download_version(project_id, file.id, str(version["id"])).decode("utf-8", errors="replace")
+
+
+def _summary(version: dict[str, Any]) -> dict[str, Any]:
+    return {key: version.get(key) for key in ("id", "versionNumber", "contentHash", "createdAt")}
