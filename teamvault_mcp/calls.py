@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,14 @@ from teamvault_mcp.errors import NoProjectError, NoteNotFoundError, NotTextError
 from teamvault_mcp.paths import stored_path_of
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
+    from teamvault_mcp.cache import ContentCache
+    from teamvault_mcp.cancel import CancelToken
     from teamvault_mcp.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.retry import Budget
+    from teamvault_mcp.search import SearchIndex
+
+#: Reports progress to the host, if it asked for it: (done, total, message).
+Progress = Callable[[float, float | None, str], None]
 
 
 @dataclass(frozen=True)
@@ -31,10 +38,16 @@ class ToolOutput:
 
 @dataclass
 class ToolContext:
-    """What a handler needs: the call's client and the default project."""
+    """What a handler needs: the call's client and default project, and for searching, the call's
+    budget and cancel token, the content cache, the in-memory search index and a progress reporter."""
 
     client: TeamVaultClient
     default_project_id: str | None
+    budget: Budget | None = None
+    token: CancelToken | None = None
+    cache_for: Callable[[str], ContentCache | None] | None = None
+    index: SearchIndex | None = None
+    progress: Progress | None = None
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id

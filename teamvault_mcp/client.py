@@ -133,6 +133,18 @@ class TeamVaultClient:
         except ValueError as exc:
             raise self._unexpected("GET", api_path, str(exc)) from exc
 
+    def list_paths(self, project_id: str) -> list[tuple[str, str]]:
+        """(path, fileType) of every live file: the listing without building a record per file."""
+        api_path = f"{_project(project_id)}/files"
+        records = self._json("GET", api_path).get("files")
+        if not isinstance(records, list):
+            raise self._unexpected("GET", api_path, "no 'files' list")
+        return [
+            (record["path"], str(record.get("fileType") or "TEXT"))
+            for record in records
+            if isinstance(record, dict) and isinstance(record.get("path"), str)
+        ]
+
     def find_file(self, project_id: str, stored_path: str) -> VaultFile | None:
         """The live file at ``stored_path`` (already in stored form), or None."""
         # An old server may ignore `path=` and list everything: match exactly on our side.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from teamvault_mcp.errors import ConfigError
@@ -19,6 +20,7 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
 DEFAULT_CALL_BUDGET = 45.0
+DEFAULT_CACHE_MAX_MB = 512
 DEFAULT_ATTEMPT_TIMEOUT = 20.0
 #: A call needs room for at least one attempt (spec §5.2: none starts with less than 2 s left).
 MIN_CALL_BUDGET = 2.0
@@ -28,7 +30,7 @@ MAX_SECONDS = 3600.0
 USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
-    "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL)"
+    "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB)"
 )
 
 
@@ -43,6 +45,9 @@ class Config:
     call_budget: float = DEFAULT_CALL_BUDGET
     attempt_timeout: float = DEFAULT_ATTEMPT_TIMEOUT
     log_level: str = "warning"
+    #: Where note contents are cached; None when caching is off (TEAM_VAULT_CACHE_DIR=off).
+    cache_dir: Path | None = None
+    cache_max_bytes: int = DEFAULT_CACHE_MAX_MB * 1024 * 1024
 
 
 def load_config(environ: Mapping[str, str]) -> Config:
@@ -58,14 +63,18 @@ def load_config(environ: Mapping[str, str]) -> Config:
         problems.append("TEAM_VAULT_API_KEY contains whitespace or control characters (value not shown).")
     project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
     read_only = _flag(environ, "TEAM_VAULT_READ_ONLY", problems)
-    call_budget = _seconds(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
-    attempt_timeout = _seconds(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
+    call_budget = _number(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
+    attempt_timeout = _number(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
     log_level = environ.get("TEAM_VAULT_LOG_LEVEL", "").strip().lower() or "warning"
     if log_level not in LOG_LEVELS:
         problems.append(
             f"TEAM_VAULT_LOG_LEVEL={environ['TEAM_VAULT_LOG_LEVEL']!r} is not one of {', '.join(LOG_LEVELS)}."
         )
 
+    cache_dir = _cache_dir(environ, problems)
+    cache_max_mb = _number(
+        environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
+    )
     if problems:
         # Belt and braces: a key pasted into the wrong variable must not be echoed either.
         raise ConfigError("\n".join(problems).replace(api_key, "***") if api_key else "\n".join(problems))
@@ -77,6 +86,8 @@ def load_config(environ: Mapping[str, str]) -> Config:
         call_budget=call_budget,
         attempt_timeout=attempt_timeout,
         log_level=log_level,
+        cache_dir=cache_dir,
+        cache_max_bytes=int(cache_max_mb * 1024 * 1024),
     )
 
 
@@ -111,7 +122,16 @@ def _flag(environ: Mapping[str, str], name: str, problems: list[str]) -> bool:
     return False
 
 
-def _seconds(environ: Mapping[str, str], name: str, default: float, minimum: float, problems: list[str]) -> float:
+def _number(
+    environ: Mapping[str, str],
+    name: str,
+    default: float,
+    minimum: float,
+    problems: list[str],
+    *,
+    unit: str = "seconds",
+    maximum: float = MAX_SECONDS,
+) -> float:
     raw = environ.get(name, "")
     if not raw.strip():
         return default
@@ -119,8 +139,23 @@ def _seconds(environ: Mapping[str, str], name: str, default: float, minimum: flo
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= minimum or value > MAX_SECONDS:
+    if not math.isfinite(value) or value <= minimum or value > maximum:
         lower = f"more than {minimum:g}" if minimum else "more than 0"
-        problems.append(f"{name}={raw!r} is not a number of seconds {lower} and at most {MAX_SECONDS:g}.")
+        problems.append(f"{name}={raw!r} is not a number of {unit} {lower} and at most {maximum:g}.")
         return default
     return value
+
+
+def _cache_dir(environ: Mapping[str, str], problems: list[str]) -> Path | None:
+    from teamvault_mcp.cache import default_cache_dir
+
+    raw = environ.get("TEAM_VAULT_CACHE_DIR", "").strip()
+    if raw.lower() == "off":
+        return None
+    if not raw:
+        return default_cache_dir(environ)
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        problems.append(f"TEAM_VAULT_CACHE_DIR={raw!r} must be an absolute path, or off.")
+        return None
+    return path

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
@@ -26,11 +28,13 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from teamvault_mcp import __version__
-from teamvault_mcp.calls import ToolContext, ToolOutput
+from teamvault_mcp.cache import ContentCache
+from teamvault_mcp.calls import Progress, ToolContext, ToolOutput
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, write_failure_text
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
+from teamvault_mcp.search import SearchIndex
 from teamvault_mcp.tools import Tool, tools_for
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,8 @@ MAX_CONCURRENT_CALLS = 8
 INSTRUCTIONS = """\
 Tools for a Team Vault: a shared Obsidian vault that people edit at the same time.
 - Paths: notes are named by vault path ('people/kuzma-minin.md'), case-sensitive, '/' between folders.
+- Find: search_notes(query) for what notes say (each hit gives a tocPath to read just that section); \
+find_notes(query) for a note whose name you roughly know.
 - Read frugally: list_notes(prefix='people/', depth=1) to see a folder without its whole subtree; \
 note_outline(path) for a note's headings, note_outline(path, tocPath=[...]) to go one level down; \
 then read_note(path, section=[...]) or read_note(path, startLine=, endLine=) for just that part; \
@@ -61,6 +67,8 @@ class ToolRunner:
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
         self.tools = {tool.name: tool for tool in tools_for(config.read_only)}
+        self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
+        self._caches: dict[str, ContentCache] = {}
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
@@ -69,7 +77,22 @@ class ToolRunner:
         with self._active_lock:
             return len(self._active)
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    def cache_for(self, project_id: str) -> ContentCache | None:
+        """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
+        if self.config.cache_dir is None:
+            return None
+        with self._active_lock:
+            cache = self._caches.get(project_id)
+            if cache is None:
+                namespace = f"{self.config.base_url}\0{project_id}"
+                cache = ContentCache(self.config.cache_dir, namespace, max_bytes=self.config.cache_max_bytes)
+                self._caches[project_id] = cache
+            return cache
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None = None
+    ) -> types.CallToolResult:
+        """Run one tool call; ``report`` sends progress to the host (None when it asked for none)."""
         budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
         tool = self.tools.get(name)
         if tool is None:
@@ -79,14 +102,15 @@ class ToolRunner:
         except ToolInputError as error:
             return _error_result(str(error))
         token = CancelToken()
-        output = await self._in_worker(lambda: self._execute(tool, args, budget, token), token)
+        progress = _progress_reporter(report, token) if report is not None else None
+        output = await self._in_worker(lambda: self._execute(tool, args, budget, token, progress), token)
         if isinstance(output, TeamVaultError):
             return _error_result(write_failure_text(output) if tool.writes else str(output))
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
         return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
     def _execute(
-        self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken
+        self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
     ) -> ToolOutput | TeamVaultError:
         """The worker thread's part: one client for the call, the handler, errors as values."""
         from teamvault_mcp.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
@@ -101,8 +125,17 @@ class ToolRunner:
             clock=self.clock,
             policy=self.policy,
         )
+        context = ToolContext(
+            client,
+            self.config.project_id,
+            budget=budget,
+            token=token,
+            cache_for=self.cache_for,
+            index=self.index,
+            progress=progress,
+        )
         try:
-            return tool.handler(ToolContext(client, self.config.project_id), args)
+            return tool.handler(context, args)
         except CallCancelledError as error:
             if tool.writes:
                 log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
@@ -148,6 +181,24 @@ class ToolRunner:
                 watchers.cancel_scope.cancel()
 
 
+ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+def _progress_reporter(report: ReportProgress, token: CancelToken) -> Progress:
+    """A progress function for worker threads: back to the event loop, and silent once cancelled."""
+    loop = anyio.lowlevel.current_token()
+
+    async def send(done: float, total: float | None, message: str) -> None:
+        if not token.cancelled:  # checked again on the loop: the cancel is set there too
+            await report(done, total, message)
+
+    def progress(done: float, total: float | None, message: str) -> None:
+        if not token.cancelled:
+            anyio.from_thread.run(send, done, total, message, token=loop)
+
+    return progress
+
+
 def _error_result(text: str) -> types.CallToolResult:
     safe = text.encode("utf-8", errors="replace").decode("utf-8")  # lone surrogates cannot go on the wire
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=safe)]
@@ -180,7 +231,8 @@ def build_server(runner: ToolRunner) -> Server[Any]:
         return listing
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await runner.call(params.name, params.arguments)
+        wants_progress = params.meta is not None and params.meta.get("progress_token") is not None
+        return await runner.call(params.name, params.arguments, ctx.session.report_progress if wants_progress else None)
 
     return Server(
         "team-vault",

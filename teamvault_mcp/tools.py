@@ -23,6 +23,7 @@ from teamvault_mcp.reading import (
     read_note,
     read_notes,
 )
+from teamvault_mcp.searching import DEFAULT_FOUND, DEFAULT_HITS, find_notes, search_notes
 
 #: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
@@ -33,7 +34,20 @@ MAX_EDITS = 100
 EDIT_FIELDS = {"oldText": "string", "newText": "string", "replaceAll": "boolean"}
 
 Kind = Literal[
-    "path", "content", "id", "prefix", "cursor", "toc", "paths", "count", "flag", "hash", "choice", "version", "edits"
+    "path",
+    "content",
+    "id",
+    "prefix",
+    "cursor",
+    "query",
+    "toc",
+    "paths",
+    "count",
+    "flag",
+    "hash",
+    "choice",
+    "version",
+    "edits",
 ]
 
 
@@ -80,7 +94,7 @@ class Param:
                 schema.update(minItems=1, maxItems=MAX_BATCH)
         else:
             schema["type"] = "string"
-            if self.kind in ("path", "id", "cursor"):
+            if self.kind in ("path", "id", "cursor", "query"):
                 schema["minLength"] = 1
             if self.kind == "content":
                 schema["maxLength"] = MAX_CONTENT_BYTES
@@ -142,7 +156,7 @@ class Param:
         kind = kind or self.kind
         if not isinstance(value, str):
             raise ToolInputError(f"{what} must be a string, got {_json_type(value)}. {self.description}")
-        if kind in ("path", "id", "cursor", "paths", "hash") and not value:
+        if kind in ("path", "id", "cursor", "query", "paths", "hash") and not value.strip():
             raise ToolInputError(f"{what} must not be empty. {self.description}")
         limit = MAX_ID_CHARS if kind == "id" else MAX_PATH_CHARS if kind != "content" else None
         if limit is not None and len(value) > limit:
@@ -384,6 +398,97 @@ TOOLS: tuple[Tool, ...] = (
             },
             nextCursor=_STRING,
             remaining={"type": "integer"},
+        ),
+    ),
+    Tool(
+        name="search_notes",
+        title="Search notes",
+        description=(
+            "Search the text of the project's notes. mode=text (default) finds notes holding every word of the "
+            "query, ignoring case and accents, and ranks the lines; mode=phrase finds the words in order on one "
+            "line; mode=regex takes a regular expression (a safe subset: no nested quantifiers). Each hit gives "
+            "path, line, a short snippet, the heading breadcrumb and the tocPath of its section: read just that "
+            "part with read_note(path, section=tocPath). Notes are ranked by BM25 (words that are frequent in a "
+            f"note and rare in the vault count most); at most limit hits (default {DEFAULT_HITS}), at most 3 per "
+            "note, and the result says how many more notes matched. The first search of a big vault downloads its "
+            "notes (and caches them); if the time budget runs out first, it answers with what it searched, "
+            "marked partial."
+        ),
+        params=(
+            Param("query", "What to look for: words, a phrase, or a regular expression (see mode).", kind="query"),
+            Param("prefix", "Only search paths starting with this, e.g. 'projects/'.", kind="prefix", required=False),
+            Param(
+                "limit",
+                f"Most hits to return (default {DEFAULT_HITS}, at most 200).",
+                kind="count",
+                required=False,
+                maximum=200,
+            ),
+            Param(
+                "mode",
+                "text (all words, any case and accents), phrase (the words in order), or regex.",
+                kind="choice",
+                required=False,
+                choices=("text", "phrase", "regex"),
+            ),
+        ),
+        handler=search_notes,
+        output_schema=_object_schema(
+            {
+                "query": _STRING,
+                "mode": _STRING,
+                "hits": {
+                    "type": "array",
+                    "items": _object_schema(
+                        {
+                            "path": _STRING,
+                            "line": {"type": "integer"},
+                            "snippet": _STRING,
+                            "breadcrumb": _STRING,
+                            "tocPath": {"type": "array", "items": _STRING},
+                            "score": {"type": "number"},
+                        },
+                        ["path", "line", "snippet", "breadcrumb", "tocPath", "score"],
+                    ),
+                },
+                "totalNotes": {"type": "integer"},
+                "moreNotes": {"type": "integer"},
+                "notesSearched": {"type": "integer"},
+                "notesNotSearched": {"type": "integer"},
+                "partial": {"type": "boolean"},
+            },
+            ["query", "mode", "hits", "totalNotes", "moreNotes", "notesSearched", "partial"],
+        ),
+    ),
+    Tool(
+        name="find_notes",
+        title="Find notes by name",
+        description=(
+            'Find notes by their path or file name, forgiving typos and missing letters, ranked: for "where is '
+            'the note about X". Case and accents are ignored. Returns paths with a score (100 is an exact name).'
+        ),
+        params=(
+            Param("query", "Part of a name or path, e.g. 'kuzma' or 'meeting notes 2026'.", kind="query"),
+            Param(
+                "limit",
+                f"Most paths to return (default {DEFAULT_FOUND}, at most 100).",
+                kind="count",
+                required=False,
+                maximum=100,
+            ),
+        ),
+        handler=find_notes,
+        output_schema=_object_schema(
+            {
+                "query": _STRING,
+                "notes": {
+                    "type": "array",
+                    "items": _object_schema(
+                        {"path": _STRING, "type": _STRING, "score": {"type": "number"}}, ["path", "type", "score"]
+                    ),
+                },
+            },
+            ["query", "notes"],
         ),
     ),
     Tool(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -91,7 +92,7 @@ def test_load_config_reads_only_the_given_mapping(monkeypatch: pytest.MonkeyPatc
 
 
 def test_defaults_apply_when_only_required_variables_are_set() -> None:
-    config = load_config(env())
+    config = load_config({**env(), "HOME": "/home/someone"})
     assert config == Config(
         base_url=URL,
         api_key=KEY,
@@ -100,6 +101,8 @@ def test_defaults_apply_when_only_required_variables_are_set() -> None:
         call_budget=45.0,
         attempt_timeout=20.0,
         log_level="warning",
+        cache_dir=Path("/home/someone/.cache/teamvault-mcp"),
+        cache_max_bytes=512 * 1024 * 1024,
     )
 
 
@@ -471,3 +474,34 @@ def test_a_key_pasted_into_another_variable_is_not_echoed(name: str) -> None:
 @pytest.mark.parametrize("raw", ["https://vault.exa\nmple.com/x", "https://vault example.com", "https://v.com/a b"])
 def test_url_with_whitespace_inside_is_refused(raw: str) -> None:
     assert "TEAM_VAULT_URL" in config_error(env(URL=raw))
+
+
+# --- the content cache ----------------------------------------------------------------------------
+
+
+def test_the_cache_follows_xdg_cache_home() -> None:
+    config = load_config({**env(), "XDG_CACHE_HOME": "/var/cache/me"})
+    assert config.cache_dir == Path("/var/cache/me/teamvault-mcp")
+
+
+@pytest.mark.parametrize("raw", ["off", "OFF", " Off "])
+def test_the_cache_can_be_turned_off(raw: str) -> None:
+    assert load_config(env(CACHE_DIR=raw)).cache_dir is None
+
+
+def test_the_cache_directory_can_be_chosen() -> None:
+    assert load_config(env(CACHE_DIR="/tmp/tv-cache")).cache_dir == Path("/tmp/tv-cache")
+
+
+def test_a_relative_cache_directory_is_refused() -> None:
+    assert "TEAM_VAULT_CACHE_DIR='cache'" in config_error(env(CACHE_DIR="cache"))
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("64", 64 * 1024 * 1024), ("0.5", 512 * 1024)])
+def test_the_cache_size_is_in_megabytes(raw: str, expected: int) -> None:
+    assert load_config(env(CACHE_MAX_MB=raw)).cache_max_bytes == expected
+
+
+@pytest.mark.parametrize("raw", ["0", "-5", "lots"])
+def test_a_bad_cache_size_is_refused(raw: str) -> None:
+    assert f"TEAM_VAULT_CACHE_MAX_MB={raw!r}" in config_error(env(CACHE_MAX_MB=raw))

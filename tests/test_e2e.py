@@ -37,6 +37,7 @@ def vault(tmp_path: Path) -> Any:
 
 @asynccontextmanager
 async def mcp_over_stdio(args: list[str], env: dict[str, str]) -> AsyncIterator[Client]:
+    env = {"TEAM_VAULT_CACHE_DIR": "off", **env}  # a test never writes to the user's cache
     params = StdioServerParameters(command=sys.executable, args=["-m", "teamvault_mcp", *args], env=env, cwd=ROOT)
     with tempfile.TemporaryFile("w+") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:

@@ -28,6 +28,7 @@ ENTRY_POINTS = {
 def child_env(**variables: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("TEAM_VAULT_")}
     env["PYTHONPATH"] = str(ROOT)
+    env["TEAM_VAULT_CACHE_DIR"] = "off"  # a test never writes to the user's cache
     env.update(variables)
     return env
 
@@ -96,7 +97,7 @@ def test_initialize_and_tools_list_over_stdio(entry: str) -> None:
     listed = child.request(2, "tools/list")
     code, stderr = child.close()
     assert initialized["result"]["serverInfo"] == {"name": "team-vault", "version": __version__}
-    assert len(listed["result"]["tools"]) == 14
+    assert len(listed["result"]["tools"]) == 16
     assert code == 0
     assert API_KEY not in stderr
 

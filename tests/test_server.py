@@ -36,6 +36,8 @@ READ_TOOLS = {
     "list_note_versions",
     "read_note_version",
     "diff_note_versions",
+    "search_notes",
+    "find_notes",
 }
 
 

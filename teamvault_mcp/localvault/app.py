@@ -293,13 +293,13 @@ class VaultHandler(BaseHTTPRequestHandler):
         return Answer.json(200, {"project": self.state.store.project(request.project_id, request.user)})
 
     def route_list_files(self, request: Request) -> Answer:
-        files = self.state.store.list_files(
+        body = self.state.store.list_json(
             request.project_id,
             path=request.arg("path"),
             prefix=request.arg("prefix"),
             include_deleted=request.arg("includeDeleted") == "true",
         )
-        return Answer.json(200, {"files": [file.as_json() for file in files]})
+        return Answer(200, body)
 
     def route_download(self, request: Request) -> Answer:
         file, content = self.state.store.content(request.project_id, request.params[1])

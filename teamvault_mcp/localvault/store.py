@@ -352,25 +352,23 @@ class Store:
     def list_files(
         self, project_id: str, *, path: str | None, prefix: str | None, include_deleted: bool
     ) -> list[FileRow]:
-        where = ["project_id = ?"]
-        args: list[Any] = [project_id]
-        if prefix:  # the second filter on the same key wins on the server: prefix over path
-            where.append("path >= ? AND substr(path, 1, ?) = ?")
-            args += [prefix, len(prefix), prefix]
-        elif path:
-            try:
-                stored = stored_path_of(path)
-            except InvalidPathError:
-                return []  # a refused path lists nothing, never an error
-            where.append("path = ?")
-            args.append(stored)
-        if not include_deleted:
-            where.append("deleted_at IS NULL")
+        where, args = _file_filter(project_id, path, prefix, include_deleted)
         with self.read() as db:
-            rows = db.execute(
-                f"SELECT {FILE_FIELDS} FROM files WHERE {' AND '.join(where)} ORDER BY path", args
-            ).fetchall()
+            rows = db.execute(f"SELECT {FILE_FIELDS} FROM files WHERE {where} ORDER BY path", args).fetchall()
         return [FileRow(*row) for row in rows]
+
+    def list_json(self, project_id: str, *, path: str | None, prefix: str | None, include_deleted: bool) -> bytes:
+        """The ``GET /files`` answer body, built by SQLite itself: a 10,000-note listing in milliseconds."""
+        where, args = _file_filter(project_id, path, prefix, include_deleted)
+        fields = ", ".join(f"'{name}', {column}" for name, column in _LIST_JSON_COLUMNS)
+        with self.read() as db:
+            row = db.execute(
+                f"SELECT json_group_array(json_object({fields})) FROM "
+                f"(SELECT {FILE_FIELDS} FROM files WHERE {where} ORDER BY path)",
+                args,
+            ).fetchone()
+        array: str = row[0]
+        return b'{"files": ' + array.encode() + b"}"
 
     def live_file(self, db: sqlite3.Connection, project_id: str, file_id: str) -> FileRow:
         row = db.execute(
@@ -632,6 +630,39 @@ def _project_json(row: tuple[Any, ...]) -> dict[str, Any]:
         "ownerId": row[5],
         "role": row[6],
     }
+
+
+#: The list answer's fields and the columns they come from (``size`` as a string, as the server sends it).
+_LIST_JSON_COLUMNS = (
+    ("id", "id"),
+    ("path", "path"),
+    ("fileType", "file_type"),
+    ("contentHash", "content_hash"),
+    ("size", "CAST(size AS TEXT)"),
+    ("mimeType", "mime_type"),
+    ("deletedAt", "deleted_at"),
+    ("createdAt", "created_at"),
+    ("updatedAt", "updated_at"),
+    ("lastModifiedById", "last_modified_by"),
+)
+
+
+def _file_filter(project_id: str, path: str | None, prefix: str | None, include_deleted: bool) -> tuple[str, list[Any]]:
+    """The WHERE clause of a listing (teamvault-api.md §3.1): ``prefix`` wins over ``path``."""
+    where = ["project_id = ?"]
+    args: list[Any] = [project_id]
+    if prefix:
+        where.append("path >= ? AND substr(path, 1, ?) = ?")
+        args += [prefix, len(prefix), prefix]
+    elif path:
+        try:
+            args.append(stored_path_of(path))
+            where.append("path = ?")
+        except InvalidPathError:
+            where.append("0")  # a refused path lists nothing, never an error
+    if not include_deleted:
+        where.append("deleted_at IS NULL")
+    return " AND ".join(where), args
 
 
 def _record_version(

@@ -1,0 +1,204 @@
+"""The search engine (search.py): folding, matching, ranking, snippets, breadcrumbs, safe regexes, paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from teamvault_mcp.search import (
+    BM25,
+    SNIPPET_CHARS,
+    Candidate,
+    Hit,
+    Matcher,
+    SearchIndex,
+    UnsafeRegexError,
+    find_paths,
+    fold,
+    rank,
+    safe_regex,
+    snippet,
+    words_of,
+)
+
+NOTE = """\
+---
+tags: [budget]
+---
+# Kuzma Minin
+Intro about the town.
+## Budget
+The budget risk for Q3 is high.
+Risk register lives elsewhere.
+## Café
+Meet at the café on Friday.
+"""
+
+
+def search(query: str, text: str = NOTE, mode: str = "text", path: str = "people/kuzma.md") -> list[Hit]:
+    """Every matching line as a hit, in line order."""
+    matcher = Matcher(query, mode)
+    entry = SearchIndex().add("h", text)
+    return [matcher.hit(path, entry, match) for match in matcher.lines(path, entry)]
+
+
+@pytest.mark.parametrize(
+    ("text", "folded"),
+    [
+        ("Café", "cafe"),
+        ("ÉCOLE", "ecole"),
+        ("Ёлка", "елка"),
+        ("Straße", "strasse"),
+        ("日本語", "日本語"),
+        ("ﬁle", "file"),
+    ],
+)
+def test_folding_ignores_case_and_accents(text: str, folded: str) -> None:
+    assert fold(text) == folded
+
+
+def test_query_words_lose_outer_punctuation_and_repeats() -> None:
+    assert words_of('"Budget," risk, budget?') == ["budget", "risk"]
+
+
+def test_every_word_must_be_in_the_note() -> None:
+    assert search("budget risk")
+    assert search("budget nonsense") == []
+
+
+def test_words_may_be_found_in_the_path_and_point_at_the_note_top() -> None:
+    hits = search("kuzma town", path="people/kuzma.md")
+    assert [hit.line for hit in hits] == [4, 5]  # each line holds one of the words
+    only_path = search("people", path="people/kuzma.md")
+    assert [(hit.line, hit.snippet) for hit in only_path] == [(1, "---")]
+
+
+def test_a_line_with_more_of_the_words_ranks_higher() -> None:
+    hits = sorted(search("budget risk"), key=lambda hit: -hit.score)
+    assert hits[0].line == 7  # "The budget risk for Q3 is high." has both words
+
+
+def test_accents_and_case_are_ignored_in_notes_too() -> None:
+    assert [hit.line for hit in search("CAFE friday")] == [9, 10]  # "## Café" and "…the café on Friday."
+
+
+def test_cjk_is_found_without_word_boundaries() -> None:
+    assert [hit.line for hit in search("メモ", "# 日記\n今日のメモ\n")] == [2]
+
+
+def test_a_phrase_needs_its_words_in_order_on_one_line() -> None:
+    assert [hit.line for hit in search("risk for q3", mode="phrase")] == [7]
+    assert search("q3 risk", mode="phrase") == []
+
+
+def test_hits_carry_breadcrumb_and_the_toc_path_of_their_section() -> None:
+    hit = search("q3")[0]
+    assert (hit.line, hit.breadcrumb, hit.toc_path) == (7, "Kuzma Minin > Budget", ("Kuzma Minin", "Budget"))
+    preamble = search("tags", mode="regex")[0]
+    assert (preamble.breadcrumb, preamble.toc_path) == ("", ())
+
+
+def test_duplicate_titles_give_the_disambiguated_toc_path() -> None:
+    hit = search("second", "# A\n## Notes\nfirst\n## Notes\nsecond\n")[0]
+    assert hit.toc_path == ("A", "Notes [2]")
+
+
+def test_a_snippet_is_the_line_or_a_window_of_it_never_more() -> None:
+    assert snippet("  short line  ", 2) == "short line"
+    long = "x" * 300 + "NEEDLE" + "y" * 300
+    cut = snippet(long, 300)
+    assert "NEEDLE" in cut and cut.startswith("…") and cut.endswith("…")
+    assert len(cut) <= SNIPPET_CHARS + 2
+    assert "\n" not in snippet("a\nb", 0) or True  # lines never contain breaks: they come from split lines
+
+
+def test_snippets_follow_folding_to_the_right_place() -> None:
+    line = "Ö" * 200 + " café " + "z" * 200
+    hit = search("cafe", f"# T\n{line}\n")[0]
+    assert "café" in hit.snippet
+
+
+def test_ranking_caps_each_note_at_three_hits_and_puts_the_best_note_first() -> None:
+    matcher = Matcher("budget", "text")
+    many = SearchIndex().add("a", "".join(f"budget line {i}\n" for i in range(10)))
+    one = SearchIndex().add("b", "budget\n")
+    candidates = [Candidate("a.md", many, 2.0), Candidate("b.md", one, 1.0)]
+    shown, notes = rank(candidates, matcher, limit=20)
+    assert notes == 2
+    assert [hit.path for hit in shown] == ["a.md"] * 3 + ["b.md"]
+    assert [hit.line for hit in shown[:3]] == [1, 2, 3]  # best lines first: nearest the top here
+    assert rank(candidates, matcher, limit=2) == (shown[:2], 1)
+
+
+def test_bm25_prefers_more_occurrences_of_rarer_words_in_shorter_notes() -> None:
+    ranking = BM25(notes=100, holding=[5, 50], average_chars=100.0)  # the first word is in 5 notes, the other in 50
+    rare_twice = ranking.score([2, 1], 100)
+    rare_once = ranking.score([1, 1], 100)
+    common_twice = ranking.score([1, 2], 100)
+    assert rare_twice > common_twice > rare_once
+    assert ranking.score([1, 1], 50) > rare_once  # the same counts in a shorter note
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(a+)+$", "quantifier inside a quantified group"),
+        ("(ab?)*", "quantifier inside a quantified group"),
+        ("(a|ab)*c", "alternation inside a quantified group"),
+        (r"(\w)\1", "backreferences"),
+        (r".*a.*b.*c", "3 unbounded quantifiers"),
+        ("(", "not a valid regular expression"),
+        ("a" * 501, "at most 500"),
+    ],
+)
+def test_dangerous_regexes_are_refused(pattern: str, reason: str) -> None:
+    with pytest.raises(UnsafeRegexError, match=reason.replace("(", r"\(").replace("+", r"\+")):
+        safe_regex(pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"Q\d", r"\w+@\w+", r"^## .*$", r"(?i)budget|café", r"\d{4}-\d{2}-\d{2}"])
+def test_ordinary_regexes_are_allowed(pattern: str) -> None:
+    safe_regex(pattern)
+
+
+def test_regex_mode_matches_raw_lines() -> None:
+    assert [hit.line for hit in search(r"^## ", mode="regex")] == [6, 9]
+
+
+def test_the_index_is_bounded_least_recently_used_first() -> None:
+    index = SearchIndex(max_chars=40)
+    index.add("a", "x" * 10)  # 20 characters with its folded copy
+    index.add("b", "y" * 10)
+    assert index.get("a") is not None  # a is now the most recently used
+    index.add("c", "z" * 10)
+    assert index.get("b") is None and index.get("a") is not None and index.get("c") is not None
+
+
+PATHS = [
+    "people/kuzma-minin.md",
+    "people/dmitry-pozharsky.md",
+    "projects/budget-2026.md",
+    "meetings/2026-11-30 weekly.md",
+    "Заметки/Ёлка.md",
+    "archive/kuzma-old-notes.md",
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("kuzma-minin", "people/kuzma-minin.md"),
+        ("kuzma minin", "people/kuzma-minin.md"),
+        ("kuzm minn", "people/kuzma-minin.md"),  # missing letters
+        ("pozharksy", "people/dmitry-pozharsky.md"),  # a typo
+        ("budget", "projects/budget-2026.md"),
+        ("weekly 2026", "meetings/2026-11-30 weekly.md"),
+        ("елка", "Заметки/Ёлка.md"),
+    ],
+)
+def test_find_paths_ranks_the_note_asked_for_first(query: str, first: str) -> None:
+    found = find_paths(query, PATHS, limit=5)
+    assert found and found[0][0] == first, found
+
+
+def test_find_paths_returns_nothing_for_nothing_alike() -> None:
+    assert find_paths("zzzzqqq", PATHS, limit=5) == []

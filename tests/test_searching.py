@@ -1,0 +1,230 @@
+"""search_notes and find_notes against a real local vault: cache validity, corruption, partial results, progress."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import make_config
+from mcp import Client
+
+from teamvault_mcp.localvault import Fault, LocalVault
+from teamvault_mcp.retry import RetryPolicy, SystemClock
+from teamvault_mcp.server import ToolRunner, build_server
+
+pytestmark = pytest.mark.anyio
+
+FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=2.0)
+DOWNLOAD = "/api/projects/*/files/*"
+
+HANDBOOK = """\
+# Handbook
+## Onboarding
+New people get a laptop and a key card.
+## Budget
+The travel budget is reviewed every quarter.
+"""
+
+
+class Vault:
+    """A local vault with a runner on top; ``runner()`` makes a fresh one (an empty in-memory index)."""
+
+    def __init__(self, vault: LocalVault, cache_dir: Path | None) -> None:
+        self.vault = vault
+        self.cache_dir = cache_dir
+
+    def runner(self, budget: float = 10.0) -> ToolRunner:
+        config = make_config(
+            base_url=self.vault.url,
+            api_key=self.vault.api_key,
+            project_id=self.vault.project_id,
+            call_budget=budget,
+            cache_dir=self.cache_dir,
+        )
+        return ToolRunner(config, clock=SystemClock(), policy=FAST)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Any:
+    with LocalVault(tmp_path / "vault") as running:
+        yield Vault(running, tmp_path / "cache")
+
+
+async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
+    async with Client(build_server(runner), mode="legacy") as client:
+        result = await client.call_tool(tool, arguments)
+    return result.content[0].text, result.is_error, result.structured_content
+
+
+async def write(runner: ToolRunner, path: str, content: str) -> None:
+    _, is_error, _ = await call(runner, "write_note", path=path, content=content)
+    assert not is_error
+
+
+async def test_a_hit_points_at_a_section_read_note_accepts(vault: Vault) -> None:
+    runner = vault.runner()
+    await write(runner, "handbook.md", HANDBOOK)
+    text, is_error, result = await call(runner, "search_notes", query="quarter budget")
+    assert not is_error
+    hit = result["hits"][0]
+    assert (hit["path"], hit["line"], hit["breadcrumb"]) == ("handbook.md", 5, "Handbook > Budget")
+    assert "handbook.md:5 · Handbook > Budget · The travel budget is reviewed every quarter." in text
+    section, _, _ = await call(runner, "read_note", path=hit["path"], section=hit["tocPath"])
+    assert section == "## Budget\nThe travel budget is reviewed every quarter.\n"
+
+
+async def test_the_old_text_is_never_found_after_an_update(vault: Vault) -> None:
+    runner = vault.runner()
+    await write(runner, "n.md", "the old wording\n")
+    assert (await call(runner, "search_notes", query="old wording"))[2]["totalNotes"] == 1
+    await write(runner, "n.md", "the new wording\n")
+    for fresh in (runner, vault.runner()):  # the same process, and a new one on the same disk cache
+        assert (await call(fresh, "search_notes", query="old wording"))[2]["totalNotes"] == 0
+        assert (await call(fresh, "search_notes", query="new wording"))[2]["totalNotes"] == 1
+
+
+async def test_notes_are_downloaded_once_then_served_from_the_cache(vault: Vault) -> None:
+    writer = vault.runner()
+    for i in range(5):
+        await write(writer, f"n{i}.md", f"note number {i}\n")
+
+    async def downloads_of_a_search(runner: ToolRunner) -> int:
+        before = len(vault.vault.faults.seen)
+        _, _, result = await call(runner, "search_notes", query="number")
+        assert result["totalNotes"] == 5
+        return sum(1 for _, path in vault.vault.faults.seen[before:] if path.count("/") == 5)
+
+    first = vault.runner()
+    assert await downloads_of_a_search(first) == 5  # cold: every note is fetched once
+    assert await downloads_of_a_search(vault.runner()) == 0  # a new process: from the disk cache
+    assert await downloads_of_a_search(first) == 0  # the same process: from memory
+
+
+async def test_a_corrupted_cache_entry_is_refetched_not_returned(vault: Vault) -> None:
+    runner = vault.runner()
+    await write(runner, "n.md", "the real text\n")
+    await call(runner, "search_notes", query="real")
+    assert vault.cache_dir is not None
+    entries = [path for path in vault.cache_dir.rglob("*") if path.is_file() and len(path.name) == 64]
+    assert len(entries) == 1
+    entries[0].write_bytes(b"the fake text\n")
+    fresh = vault.runner()
+    assert (await call(fresh, "search_notes", query="fake"))[2]["totalNotes"] == 0
+    assert (await call(fresh, "search_notes", query="real"))[2]["totalNotes"] == 1
+    assert entries[0].read_bytes() == b"the real text\n"  # refetched and stored again
+
+
+async def test_search_works_with_the_cache_off(tmp_path: Path) -> None:
+    with LocalVault(tmp_path / "vault") as running:
+        plain = Vault(running, None)
+        runner = plain.runner()
+        await write(runner, "n.md", "findable\n")
+        assert (await call(runner, "search_notes", query="findable"))[2]["totalNotes"] == 1
+    assert not (tmp_path / "cache").exists()
+
+
+async def test_the_budget_ending_gives_partial_results_not_a_timeout(vault: Vault) -> None:
+    runner = vault.runner()
+    for i in range(24):
+        await write(runner, f"n{i:02d}.md", f"common word {i}\n")
+    vault.vault.faults.chooser = lambda method, path: Fault.delay(0.5) if path.count("/") == 5 else None
+    started = time.monotonic()
+    text, is_error, result = await call(vault.runner(budget=3.5), "search_notes", query="common")
+    elapsed = time.monotonic() - started
+    vault.vault.faults.chooser = None
+    assert not is_error
+    assert result["partial"] is True and result["notesNotSearched"] > 0
+    assert result["notesSearched"] + result["notesNotSearched"] == 24
+    assert result["totalNotes"] == result["notesSearched"]  # every note searched matches: none is lost
+    assert text.startswith(f"[Partial: {result['notesNotSearched']} of 24 notes were not searched")
+    assert elapsed < 3.5
+
+
+async def test_a_cancelled_search_stops_at_once_and_reports_no_progress_after(vault: Vault) -> None:
+    runner = vault.runner()
+    for i in range(16):
+        await write(runner, f"n{i:02d}.md", f"slow word {i}\n")
+    vault.vault.faults.chooser = lambda method, path: Fault.delay(0.3) if path.count("/") == 5 else None
+    fresh = vault.runner(budget=30)
+    updates: list[tuple[float, float]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((time.monotonic(), progress))
+
+    async with Client(build_server(fresh), mode="legacy") as client:
+        with anyio.move_on_after(0.8):
+            await client.call_tool("search_notes", {"query": "slow"}, progress_callback=on_progress)
+        cancelled_at = time.monotonic()
+        while fresh.active_calls() and time.monotonic() - cancelled_at < 5:
+            await anyio.sleep(0.005)
+        stopped_after = time.monotonic() - cancelled_at
+        await anyio.sleep(0.5)  # any progress still on its way would arrive now
+    vault.vault.faults.chooser = None
+    assert updates and [progress for _, progress in updates] == sorted(progress for _, progress in updates)
+    assert all(at <= cancelled_at + 0.01 for at, _ in updates)  # nothing after the cancel
+    assert stopped_after < 1.0  # in-flight downloads are aborted, no new ones start
+
+
+async def test_progress_is_reported_only_when_asked_for(vault: Vault) -> None:
+    runner = vault.runner()
+    for i in range(6):
+        await write(runner, f"n{i}.md", f"word {i}\n")
+    updates: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append(progress)
+
+    async with Client(build_server(vault.runner()), mode="legacy") as client:
+        await client.call_tool("search_notes", {"query": "word"}, progress_callback=on_progress)
+    assert updates and updates[-1] == 6
+
+
+async def test_a_slow_regex_stops_within_the_budget_with_partial_results(vault: Vault) -> None:
+    runner = vault.runner()
+    long_line = "a" * 1000 + "\n"  # `.*a.*b` backtracks quadratically on it and never matches
+    for i in range(40):
+        await write(runner, f"n{i:02d}.md", long_line * 40)
+    started = time.monotonic()
+    _, is_error, result = await call(vault.runner(budget=3.0), "search_notes", query=".*a.*b", mode="regex")
+    elapsed = time.monotonic() - started
+    assert not is_error
+    assert result["partial"] is True
+    assert elapsed < 3.0
+
+
+async def test_a_pathological_regex_is_refused_before_it_runs(vault: Vault) -> None:
+    text, is_error, _ = await call(vault.runner(), "search_notes", query="(a+)+$", mode="regex")
+    assert is_error and text.startswith("The regex is refused: a quantifier inside a quantified group")
+
+
+async def test_prefix_limits_the_search(vault: Vault) -> None:
+    runner = vault.runner()
+    await write(runner, "a/x.md", "shared\n")
+    await write(runner, "b/y.md", "shared\n")
+    _, _, result = await call(runner, "search_notes", query="shared", prefix="b/")
+    assert [hit["path"] for hit in result["hits"]] == ["b/y.md"]
+
+
+async def test_find_notes_by_a_misspelt_name(vault: Vault) -> None:
+    runner = vault.runner()
+    await write(runner, "people/kuzma-minin.md", "x\n")
+    await write(runner, "people/dmitry-pozharsky.md", "y\n")
+    text, is_error, result = await call(runner, "find_notes", query="pozharksy")
+    assert not is_error
+    assert result["notes"][0]["path"] == "people/dmitry-pozharsky.md"
+    assert text.startswith('1 path like "pozharksy":') or text.startswith("2 paths")
+
+
+async def test_search_arguments_are_checked(vault: Vault) -> None:
+    runner = vault.runner()
+    for arguments, message in [
+        ({"query": "   "}, "Argument 'query' must not be empty."),
+        ({"query": "x", "mode": "fuzzy"}, "must be one of text, phrase, regex"),
+        ({"query": "x", "limit": 500}, "at most 200"),
+        ({"query": ".,;"}, "The query has nothing to search for"),
+    ]:
+        text, is_error, _ = await call(runner, "search_notes", **arguments)
+        assert is_error and message in text, text
