@@ -24,7 +24,7 @@ import time
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 from teamvault_mcp.markdown import Document, Heading, parse, split_lines
@@ -402,8 +402,19 @@ class _PathKey:
     all_trigrams: frozenset[str]  # of every word: a quick first sieve
 
 
-@lru_cache(maxsize=200_000)
+_PATH_KEYS: dict[str, _PathKey] = {}  # computed once per path; cleared if a process ever sees very many
+
+
 def _path_key(path: str) -> _PathKey:
+    key = _PATH_KEYS.get(path)
+    if key is None:
+        if len(_PATH_KEYS) > 200_000:
+            _PATH_KEYS.clear()
+        key = _PATH_KEYS[path] = _make_path_key(path)
+    return key
+
+
+def _make_path_key(path: str) -> _PathKey:
     folded = fold(path)
     name = folded.rsplit("/", 1)[-1]
     name = name.rsplit(".", 1)[0] if "." in name[1:] else name
@@ -440,16 +451,20 @@ def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, floa
     every_gram = frozenset().union(*word_grams)
     scored: list[tuple[float, str]] = []
     fuzzy: list[tuple[int, str]] = []
-    for path in paths:
-        key = _path_key(path)
+    keys = _PATH_KEYS
+    for path in paths:  # the hot loop of find_notes: plain statements, no calls where a lookup will do
+        key = keys.get(path) or _path_key(path)
         if wanted in key.name:
             scored.append((100 - min(20, len(key.name) - len(wanted)), path))
         elif wanted in key.folded:
             scored.append((85 - min(20, len(key.folded) - len(wanted)) / 2, path))
-        elif all(word in key.folded for word in words):
-            scored.append((75.0, path))
         else:
-            fuzzy.append((len(every_gram & key.all_trigrams), path))
+            for word in words:
+                if word not in key.folded:
+                    fuzzy.append((len(every_gram & key.all_trigrams), path))
+                    break
+            else:
+                scored.append((75.0, path))
     fuzzy.sort(key=lambda pair: -pair[0])
     for _, path in fuzzy[:FUZZY_CANDIDATES]:  # spelling compared in detail only for the likeliest
         key = _path_key(path)

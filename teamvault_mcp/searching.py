@@ -73,7 +73,8 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if matcher.empty:
         raise ToolInputError("The query has nothing to search for; give at least one word.")
     prefix = folder_prefix(args.get("prefix"))
-    files = [file for file in ctx.client.list_files(project_id, prefix=prefix) if file.file_type == "TEXT"]
+    with gc_paused():  # a listing is thousands of objects at once
+        files = [file for file in ctx.client.list_files(project_id, prefix=prefix) if file.file_type == "TEXT"]
     gathered = gather(ctx, project_id, files)
     with gc_paused():  # tens of thousands of short-lived objects; no full collection in between, please
         candidates, searched = _score(ctx, matcher, gathered, mode)
@@ -194,8 +195,9 @@ def _why_stopped(ctx: ToolContext, mode: str) -> str:
 
 def find_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
-    types = dict(ctx.client.list_paths(project_id))
-    found = find_paths(args["query"], list(types), args.get("limit", DEFAULT_FOUND))
+    with gc_paused():
+        types = dict(ctx.client.list_paths(project_id))
+        found = find_paths(args["query"], list(types), args.get("limit", DEFAULT_FOUND))
     notes = [{"path": path, "type": types[path], "score": score} for path, score in found]
     if notes:
         head = (
