@@ -399,17 +399,15 @@ class _PathKey:
     compact: str  # the path folded, without separators
     trigrams: frozenset[str]  # of the name
     word_trigrams: tuple[frozenset[str], ...]  # of each word of the path (folders and name)
-    all_trigrams: frozenset[str]  # of every word: a quick first sieve
+    mask: int  # every word's trigrams as bits (see _bits): a quick first sieve
 
 
-_PATH_KEYS: dict[str, _PathKey] = {}  # computed once per path; cleared if a process ever sees very many
+_PATH_KEYS: dict[str, _PathKey] = {}  # computed once per path; see find_paths for the bound
 
 
 def _path_key(path: str) -> _PathKey:
     key = _PATH_KEYS.get(path)
     if key is None:
-        if len(_PATH_KEYS) > 200_000:
-            _PATH_KEYS.clear()
         key = _PATH_KEYS[path] = _make_path_key(path)
     return key
 
@@ -420,7 +418,22 @@ def _make_path_key(path: str) -> _PathKey:
     name = name.rsplit(".", 1)[0] if "." in name[1:] else name
     words = [word for word in _SEPARATORS.split(folded.rsplit(".", 1)[0]) if word]
     word_trigrams = tuple(_trigrams(word) for word in words)
-    return _PathKey(folded, name, _compact(folded), _trigrams(name), word_trigrams, frozenset().union(*word_trigrams))
+    return _PathKey(
+        folded, name, _compact(folded), _trigrams(name), word_trigrams, _bits(frozenset().union(*word_trigrams))
+    )
+
+
+_TRIGRAM_BITS: dict[str, int] = {}  # each trigram ever seen gets a bit: shared trigrams become `a & b`
+
+
+def _bits(trigrams: frozenset[str]) -> int:
+    mask = 0
+    for gram in trigrams:
+        bit = _TRIGRAM_BITS.get(gram)
+        if bit is None:
+            bit = _TRIGRAM_BITS[gram] = len(_TRIGRAM_BITS)
+        mask |= 1 << bit
+    return mask
 
 
 _SEPARATORS = re.compile(r"[\s_\-./]+")
@@ -441,6 +454,9 @@ FUZZY_CANDIDATES = 300
 
 def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, float]]:
     """Paths ranked by how well they answer ``query``: exact and partial names first, then typos."""
+    if len(_PATH_KEYS) > 200_000:  # a process that has seen very many paths starts its memo afresh
+        _PATH_KEYS.clear()
+        _TRIGRAM_BITS.clear()
     wanted = " ".join(fold(query).split())
     compact = _compact(wanted)
     if not compact:
@@ -448,7 +464,7 @@ def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, floa
     words = wanted.split()
     grams = _trigrams(wanted)
     word_grams = [_trigrams(word) for word in words]
-    every_gram = frozenset().union(*word_grams)
+    every_gram = _bits(frozenset().union(*word_grams))
     scored: list[tuple[float, str]] = []
     fuzzy: list[tuple[int, str]] = []
     keys = _PATH_KEYS
@@ -461,7 +477,7 @@ def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, floa
         else:
             for word in words:
                 if word not in key.folded:
-                    fuzzy.append((len(every_gram & key.all_trigrams), path))
+                    fuzzy.append(((every_gram & key.mask).bit_count(), path))
                     break
             else:
                 scored.append((75.0, path))
