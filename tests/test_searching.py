@@ -228,3 +228,31 @@ async def test_search_arguments_are_checked(vault: Vault) -> None:
     ]:
         text, is_error, _ = await call(runner, "search_notes", **arguments)
         assert is_error and message in text, text
+
+
+def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vault) -> None:
+    # Over MCP the SDK drops the answer to a cancelled call; the `call` command and any other caller keep it.
+    import threading
+
+    from teamvault_mcp.calls import ToolContext
+    from teamvault_mcp.cancel import CancelToken
+    from teamvault_mcp.client import TeamVaultClient
+    from teamvault_mcp.retry import Budget
+    from teamvault_mcp.searching import search_notes
+
+    runner = vault.runner()
+    for i in range(12):
+        anyio.run(write, runner, f"n{i:02d}.md", f"needle {i}\n")
+    vault.vault.faults.chooser = lambda method, path: Fault.delay(0.3) if path.count("/") == 5 else None
+    token, budget = CancelToken(), Budget(30, SystemClock())
+    client = TeamVaultClient(
+        vault.vault.url, vault.vault.api_key, budget=budget, token=token, clock=SystemClock(), policy=FAST
+    )
+    context = ToolContext(client, vault.vault.project_id, budget=budget, token=token, index=runner.index)
+    threading.Timer(0.5, token.cancel).start()
+    output = search_notes(context, {"query": "needle"})
+    client.close()
+    vault.vault.faults.chooser = None
+    assert output.structured is not None and output.structured["partial"] is True
+    assert "the call was cancelled" in output.text
+    assert 0 < output.structured["notesNotSearched"] <= 12
