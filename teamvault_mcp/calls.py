@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NoProjectError, NoteNotFoundError, NotTextError
@@ -48,6 +48,8 @@ class ToolContext:
     cache_for: Callable[[str], ContentCache | None] | None = None
     index: SearchIndex | None = None
     progress: Progress | None = None
+    #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified.
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id

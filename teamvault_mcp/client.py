@@ -87,6 +87,8 @@ class TeamVaultClient:
         self.idempotency_key = str(uuid.uuid4())
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False
+        #: HTTP attempts made by the write requests of this call (for the audit log).
+        self.write_attempts = 0
 
     def fork(self) -> TeamVaultClient:
         """A client for another thread of the same call: same budget, cancel token and key; its own session."""
@@ -241,6 +243,8 @@ class TeamVaultClient:
 
         def attempt(limit: float, number: int) -> Answer:
             started = time.perf_counter()
+            if write:
+                self.write_attempts += 1
             try:
                 answer = self._http.send(
                     method,

@@ -30,7 +30,8 @@ MAX_SECONDS = 3600.0
 USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
-    "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB)"
+    "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
+    "TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES)"
 )
 
 
@@ -48,6 +49,10 @@ class Config:
     #: Where note contents are cached; None when caching is off (TEAM_VAULT_CACHE_DIR=off).
     cache_dir: Path | None = None
     cache_max_bytes: int = DEFAULT_CACHE_MAX_MB * 1024 * 1024
+    #: Where each write tool call is recorded as one JSON line; None: no audit log.
+    audit_log: Path | None = None
+    #: Folders (``"agents/"``) that write tools may touch; empty: all of the vault.
+    write_prefixes: tuple[str, ...] = ()
 
 
 def load_config(environ: Mapping[str, str]) -> Config:
@@ -72,6 +77,8 @@ def load_config(environ: Mapping[str, str]) -> Config:
         )
 
     cache_dir = _cache_dir(environ, problems)
+    audit_log = _absolute_path(environ, "TEAM_VAULT_AUDIT_LOG", problems)
+    write_prefixes = _write_prefixes(environ, problems)
     cache_max_mb = _number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
@@ -88,6 +95,8 @@ def load_config(environ: Mapping[str, str]) -> Config:
         log_level=log_level,
         cache_dir=cache_dir,
         cache_max_bytes=int(cache_max_mb * 1024 * 1024),
+        audit_log=audit_log,
+        write_prefixes=write_prefixes,
     )
 
 
@@ -159,3 +168,33 @@ def _cache_dir(environ: Mapping[str, str], problems: list[str]) -> Path | None:
         problems.append(f"TEAM_VAULT_CACHE_DIR={raw!r} must be an absolute path, or off.")
         return None
     return path
+
+
+def _absolute_path(environ: Mapping[str, str], name: str, problems: list[str]) -> Path | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        problems.append(f"{name}={raw!r} must be an absolute path.")
+        return None
+    return path
+
+
+def _write_prefixes(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]:
+    """``agents/, inbox`` → ``("agents/", "inbox/")``: folders, in the server's stored spelling."""
+    from teamvault_mcp.errors import InvalidPathError
+    from teamvault_mcp.paths import stored_path_of
+
+    raw = environ.get("TEAM_VAULT_WRITE_PREFIXES", "")
+    prefixes = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            prefixes.append(stored_path_of(item, incoming=True) + "/")
+        except InvalidPathError as error:
+            problems.append(f"TEAM_VAULT_WRITE_PREFIXES: {item!r} is not a folder a note could be in ({error.rule}).")
+    if raw.strip() and not prefixes and not problems:
+        problems.append("TEAM_VAULT_WRITE_PREFIXES names no folder; leave it unset to allow writes everywhere.")
+    return tuple(dict.fromkeys(prefixes))

@@ -8,6 +8,7 @@ turns them into tool results. Nothing else translates errors.
     ├── ConfigError                 bad environment (exit code 1 at start-up)
     ├── ToolInputError              a bad tool argument; nothing was sent
     │   ├── InvalidPathError        a path the server would refuse (names the rule)
+    │   ├── WriteScopeError         a write outside TEAM_VAULT_WRITE_PREFIXES
     │   └── NoProjectError          no ``projectId`` and no default project
     ├── NoteNotFoundError           ``Note not found: <path>``
     ├── SectionNotFoundError        no heading at that tocPath; names the headings that exist
@@ -76,6 +77,18 @@ class InvalidPathError(ToolInputError):
         # reads better as "Reserved folder name: .git (in notes/.git/HEAD)".
         where = f" (in {printable(path)})" if ": " in rule else f": {printable(path)}"
         super().__init__(f"{printable(rule)}{where}")
+
+
+class WriteScopeError(ToolInputError):
+    """A write tool named a note outside ``TEAM_VAULT_WRITE_PREFIXES``; no request was sent."""
+
+    def __init__(self, tool: str, argument: str, path: str, prefixes: tuple[str, ...]) -> None:
+        allowed = ", ".join(prefixes)
+        super().__init__(
+            f"{tool} refused: {argument} {printable(path)!r} is outside the folders this server may write to "
+            f"({allowed}; set by TEAM_VAULT_WRITE_PREFIXES). Nothing was sent. Write under one of them instead; "
+            "reading stays possible everywhere."
+        )
 
 
 class NoProjectError(ToolInputError):

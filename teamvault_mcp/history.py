@@ -69,7 +69,9 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         "previousHash": note.content_hash,
         "contentHash": restored_hash,
     }
+    ctx.facts.update(hashBefore=note.content_hash, hashAfter=restored_hash)
     if restored_hash == note.content_hash:
+        ctx.facts["noop"] = True
         result["action"] = "unchanged"
         return ToolOutput(
             f"{note.path} already has the content of version {version.get('versionNumber')}: nothing was written.",

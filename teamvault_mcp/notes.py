@@ -90,6 +90,7 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         def write() -> VaultFile:
             return ctx.client.create_file(project_id, path, data, mime_type_for(path))
 
+    ctx.facts.update(hashBefore=before, hashAfter=new_hash)
     written, verified = settle_content(ctx, project_id, path, write, before=before, after=new_hash)
     size = written.size if written.size is not None else len(data)
     return _result({"path": written.path, "action": action, "size": size, "contentHash": new_hash}, verified)
@@ -123,9 +124,12 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "contentHash": sha256_hex(data),
         "diff": diff,
     }
+    ctx.facts.update(hashBefore=note.content_hash, hashAfter=result["contentHash"])
     if changed == original:
+        ctx.facts["noop"] = True
         return ToolOutput(f"No change: the edits leave {note.path} as it is. Nothing was written.", result)
     if args.get("dryRun"):
+        ctx.facts["noop"] = True
         headline = f"Dry run: nothing was written. Applied, these edits would give contentHash {result['contentHash']}."
         return ToolOutput(f"{headline}\n{diff}", result)
     file = note.file
@@ -150,6 +154,7 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     new_path = stored_path_of(args["newPath"], incoming=True)  # refused before any request, like path
     path, file = ctx.existing(project_id, args["path"])
     expect(ctx, project_id, path, file, args.get("expectedHash"))
+    ctx.facts.update(hashBefore=file.content_hash, hashAfter=file.content_hash)
     try:
         moved = ctx.client.move_file(project_id, file.id, new_path)
         return json_output({"id": moved.get("id", file.id), "path": moved.get("path", new_path)})
@@ -161,6 +166,7 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             untouched=lambda found: found[1] is not None and found[1].id == file.id,
             untouched_text=f"the note still at {path}",
         )
+    ctx.facts["verified"] = True
     return _result({"id": file.id, "path": new_path}, verified=True)
 
 
@@ -168,6 +174,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path, file = ctx.existing(project_id, args["path"])
     expect(ctx, project_id, path, file, args.get("expectedHash"))
+    ctx.facts.update(hashBefore=file.content_hash, hashAfter=None)
     try:
         ctx.client.delete_file(project_id, file.id)
         return json_output({"path": path, "action": "deleted"})
@@ -179,6 +186,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             untouched=lambda found: found is not None and found.id == file.id,
             untouched_text=f"the note still at {path}",
         )
+    ctx.facts["verified"] = True
     return _result({"path": path, "action": "deleted"}, verified=True)
 
 
@@ -255,6 +263,7 @@ def settle_content(
             untouched_text=f"the note unchanged (contentHash {before})" if before else f"still no note at {path}",
         )
         assert found is not None
+        ctx.facts["verified"] = True
         return found, True
 
 

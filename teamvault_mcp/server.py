@@ -28,11 +28,20 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from teamvault_mcp import __version__
+from teamvault_mcp.audit import AuditLog, write_outcome
 from teamvault_mcp.cache import ContentCache
 from teamvault_mcp.calls import Progress, ToolContext, ToolOutput
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, write_failure_text
+from teamvault_mcp.errors import (
+    CallCancelledError,
+    InvalidPathError,
+    TeamVaultError,
+    ToolInputError,
+    WriteScopeError,
+    write_failure_text,
+)
+from teamvault_mcp.paths import stored_path_of
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.search import SearchIndex
 from teamvault_mcp.tools import Tool, tools_for
@@ -69,6 +78,7 @@ class ToolRunner:
         self.tools = {tool.name: tool for tool in tools_for(config.read_only)}
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self._caches: dict[str, ContentCache] = {}
+        self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
@@ -99,7 +109,10 @@ class ToolRunner:
             return _error_result(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
         try:
             args = tool.check_arguments(arguments)
+            self._check_write_scope(tool, args)
         except ToolInputError as error:
+            if tool.writes:
+                self._audit(tool, arguments or {}, error=error)
             return _error_result(str(error))
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
@@ -108,6 +121,46 @@ class ToolRunner:
             return _error_result(write_failure_text(output) if tool.writes else str(output))
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
         return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
+
+    def _check_write_scope(self, tool: Tool, args: dict[str, Any]) -> None:
+        """Refuse a write naming any note outside TEAM_VAULT_WRITE_PREFIXES, before any request."""
+        prefixes = self.config.write_prefixes
+        if not prefixes:
+            return
+        for name in tool.path_params:
+            if name in args:
+                path = stored_path_of(args[name], incoming=True)
+                if not path.startswith(prefixes):
+                    raise WriteScopeError(tool.name, name, path, prefixes)
+
+    def _audit(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        *,
+        error: TeamVaultError | None = None,
+        client: Any = None,
+        facts: dict[str, Any] | None = None,
+    ) -> None:
+        """One audit-log line for a write tool call (nothing when there is no audit log)."""
+        if self.audit is None:
+            return
+        facts = facts or {}
+        replayed = bool(client is not None and client.replayed)
+        entry: dict[str, Any] = {
+            "tool": tool.name,
+            "project": args.get("projectId") or self.config.project_id,
+            "paths": [_audited_path(args[name]) for name in tool.path_params if isinstance(args.get(name), str)],
+            "idempotencyKey": client.idempotency_key if client is not None else None,
+            "attempts": client.write_attempts if client is not None else 0,
+            "outcome": write_outcome(error, replayed=replayed, noop=bool(facts.get("noop"))),
+        }
+        for name in ("hashBefore", "hashAfter", "verified"):
+            if name in facts:
+                entry[name] = facts[name]
+        if error is not None:
+            entry["error"] = type(error).__name__
+        self.audit.record(entry)
 
     def _execute(
         self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
@@ -134,26 +187,30 @@ class ToolRunner:
             index=self.index,
             progress=progress,
         )
+        outcome: ToolOutput | TeamVaultError = TeamVaultError("no outcome")
         try:
-            return tool.handler(context, args)
+            outcome = tool.handler(context, args)
         except CallCancelledError as error:
             if tool.writes:
                 log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
-            return error
+            outcome = error
         except TeamVaultError as error:
-            return error
+            outcome = error
         except Exception as error:  # the one place a bug becomes a message instead of a dead server
             log.exception("internal error in %s", tool.name)
-            internal = TeamVaultError(
+            outcome = TeamVaultError(
                 f"Internal error in {tool.name}: {type(error).__name__}: {error}. "
                 "This is a bug in teamvault-mcp; the server keeps running."
             )
-            internal.uncertain = tool.writes  # a write may have been sent before the bug struck
-            return internal
+            outcome.uncertain = tool.writes  # a write may have been sent before the bug struck
         finally:
             client.close()
             with self._active_lock:
                 self._active.discard(token)
+        if tool.writes:
+            failure = outcome if isinstance(outcome, TeamVaultError) else None
+            self._audit(tool, args, error=failure, client=client, facts=context.facts)
+        return outcome
 
     async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
         """Run ``work`` in a thread; if this task is cancelled meanwhile, cancel ``token`` at once.
@@ -179,6 +236,14 @@ class ToolRunner:
             finally:
                 finished = True
                 watchers.cancel_scope.cancel()
+
+
+def _audited_path(path: str) -> str:
+    """A path as the audit log shows it: the stored spelling where it is valid, else as given."""
+    try:
+        return stored_path_of(path, incoming=True)
+    except InvalidPathError:
+        return path
 
 
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -237,10 +302,17 @@ def build_server(runner: ToolRunner) -> Server[Any]:
     return Server(
         "team-vault",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=_instructions(runner.config),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _instructions(config: Config) -> str:
+    if not config.write_prefixes or config.read_only:
+        return INSTRUCTIONS
+    folders = ", ".join(config.write_prefixes)
+    return f"{INSTRUCTIONS}\n- Writes are limited to these folders: {folders}. Reading is possible everywhere."
 
 
 class _AnswersUnreadableLines:

@@ -212,6 +212,8 @@ class Tool:
     idempotent: bool = True
     output_schema: dict[str, Any] | None = None
     takes_project: bool = True
+    #: The arguments naming notes a write touches: checked against TEAM_VAULT_WRITE_PREFIXES, audited.
+    path_params: tuple[str, ...] = ()
     all_params: tuple[Param, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -638,6 +640,7 @@ TOOLS: tuple[Tool, ...] = (
         params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version"), EXPECTED_HASH),
         handler=restore_note_version,
         writes=True,
+        path_params=("path",),
         destructive=False,  # the replaced content stays in the history
         idempotent=True,  # restoring the same version again changes nothing
         output_schema=_object_schema(
@@ -681,6 +684,7 @@ TOOLS: tuple[Tool, ...] = (
         ),
         handler=write_note,
         writes=True,
+        path_params=("path",),
         destructive=True,  # replaces the previous content (the server keeps it as a version)
         idempotent=True,  # the same content written twice leaves the same note
         output_schema=_object_schema(
@@ -721,6 +725,7 @@ TOOLS: tuple[Tool, ...] = (
         ),
         handler=edit_note,
         writes=True,
+        path_params=("path",),
         destructive=True,  # changes content (the server keeps the old content as a version)
         idempotent=False,  # a repeated replaceAll, or an edit whose oldText is in its newText, changes again
         output_schema=_object_schema(
@@ -750,6 +755,7 @@ TOOLS: tuple[Tool, ...] = (
         ),
         handler=move_note,
         writes=True,
+        path_params=("path", "newPath"),
         destructive=False,  # nothing is lost; moving back restores the old state
         idempotent=False,  # a repeat could move another note that has appeared at the old path
         output_schema=_object_schema({"id": _STRING, "path": _STRING}, ["id", "path"]),
@@ -765,6 +771,7 @@ TOOLS: tuple[Tool, ...] = (
         params=(NOTE_PATH, EXPECTED_HASH),
         handler=delete_note,
         writes=True,
+        path_params=("path",),
         destructive=True,
         idempotent=True,
         output_schema=_object_schema(

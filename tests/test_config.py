@@ -505,3 +505,40 @@ def test_the_cache_size_is_in_megabytes(raw: str, expected: int) -> None:
 @pytest.mark.parametrize("raw", ["0", "-5", "lots"])
 def test_a_bad_cache_size_is_refused(raw: str) -> None:
     assert f"TEAM_VAULT_CACHE_MAX_MB={raw!r}" in config_error(env(CACHE_MAX_MB=raw))
+
+
+# --- audit log and write scopes ---------------------------------------------------------------------
+
+
+def test_audit_log_must_be_an_absolute_path(tmp_path: Path) -> None:
+    assert load_config(env(AUDIT_LOG=str(tmp_path / "audit.jsonl"))).audit_log == tmp_path / "audit.jsonl"
+    assert load_config(env()).audit_log is None
+    message = config_error(env(AUDIT_LOG="audit.jsonl"))
+    assert "TEAM_VAULT_AUDIT_LOG='audit.jsonl' must be an absolute path." in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("agents/,inbox/", ("agents/", "inbox/")),
+        (" agents , inbox/drafts ", ("agents/", "inbox/drafts/")),
+        ("./agents//", ("agents/",)),
+        ("agents/,agents", ("agents/",)),
+        ("", ()),
+    ],
+)
+def test_write_prefixes_are_folders_in_stored_spelling(raw: str, expected: tuple[str, ...]) -> None:
+    assert load_config(env(WRITE_PREFIXES=raw)).write_prefixes == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("../agents", "'../agents' is not a folder a note could be in (Parent traversal is not allowed)"),
+        ("agents/,.obsidian", "'.obsidian' is not a folder a note could be in"),
+        ("/abs", "'/abs' is not a folder a note could be in (Absolute paths are not allowed)"),
+        (" , ", "TEAM_VAULT_WRITE_PREFIXES names no folder; leave it unset to allow writes everywhere."),
+    ],
+)
+def test_bad_write_prefixes_are_named(raw: str, expected: str) -> None:
+    assert expected in config_error(env(WRITE_PREFIXES=raw))

@@ -1,0 +1,362 @@
+"""The audit log (TEAM_VAULT_AUDIT_LOG) and write scopes (TEAM_VAULT_WRITE_PREFIXES).
+
+Tools run through a real MCP client (in-memory streams) against a local vault on
+loopback sockets, whose faults the tests script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import make_config
+from mcp import Client
+
+from teamvault_mcp.audit import AuditLog
+from teamvault_mcp.localvault import Fault, LocalVault
+from teamvault_mcp.localvault.store import Change
+from teamvault_mcp.retry import RetryPolicy, SystemClock
+from teamvault_mcp.server import ToolRunner, build_server
+
+pytestmark = pytest.mark.anyio
+
+FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=0.5)
+FILE = "/api/projects/*/files/*"
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Session:
+    def __init__(self, vault: LocalVault, client: Client, runner: ToolRunner, log_path: Path) -> None:
+        self.vault = vault
+        self.client = client
+        self.runner = runner
+        self.log_path = log_path
+
+    async def call(self, tool: str, **arguments: Any) -> tuple[str, bool]:
+        result = await self.client.call_tool(tool, arguments)
+        return result.content[0].text, result.is_error
+
+    async def ok(self, tool: str, **arguments: Any) -> None:
+        text, is_error = await self.call(tool, **arguments)
+        assert not is_error, text
+
+    def lines(self) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text().splitlines()]
+
+    def last(self) -> dict[str, Any]:
+        return self.lines()[-1]
+
+    def seed(self, path: str, content: bytes) -> None:
+        """A note put straight into the vault, as a colleague would."""
+        store, project_id = self.vault.store, self.vault.project_id
+        with store.write() as db:
+            store.create(Change(db, project_id, store.owner_of(project_id)), path, content, "text/markdown")
+
+    def writes_sent(self) -> list[tuple[str, str]]:
+        return [(method, path) for method, path in self.vault.faults.seen if method in WRITE_METHODS]
+
+
+async def open_session(tmp_path: Path, **overrides: Any) -> AsyncIterator[Session]:
+    log_path = tmp_path / "audit.jsonl"
+    with LocalVault(tmp_path / "vault") as vault:
+        values: dict[str, Any] = {
+            "base_url": vault.url,
+            "api_key": vault.api_key,
+            "project_id": vault.project_id,
+            "call_budget": 5.0,
+            "audit_log": log_path,
+        }
+        values.update(overrides)
+        runner = ToolRunner(make_config(**values), clock=SystemClock(), policy=FAST)
+        async with Client(build_server(runner), mode="legacy") as client:
+            yield Session(vault, client, runner, log_path)
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[Session]:
+    async for running in open_session(tmp_path):
+        yield running
+
+
+@pytest.fixture
+async def scoped(tmp_path: Path) -> AsyncIterator[Session]:
+    async for running in open_session(tmp_path, write_prefixes=("agents/", "inbox/")):
+        yield running
+
+
+# -- the audit log --------------------------------------------------------------------------------
+
+
+async def test_a_write_is_one_line_with_who_what_and_how_it_ended(session: Session) -> None:
+    await session.ok("write_note", path="./notes//a.md", content="secret content\n")
+    [line] = session.lines()
+    assert line["tool"] == "write_note"
+    assert line["project"] == session.vault.project_id
+    assert line["paths"] == ["notes/a.md"]
+    assert uuid.UUID(line["idempotencyKey"])
+    assert line["attempts"] == 1
+    assert line["outcome"] == "applied"
+    assert line["hashBefore"] is None and line["hashAfter"] == digest("secret content\n")
+    assert line["time"].endswith("Z") and line["time"][:2] == "20"
+    written = session.log_path.read_text()
+    assert "secret content" not in written
+    assert session.vault.api_key not in written
+
+
+async def test_the_key_in_the_log_is_the_one_the_server_saw(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="x\n")
+    keys = [op["idempotencyKey"] for op in session.vault.store.operations(session.vault.project_id)]
+    assert keys == [session.last()["idempotencyKey"]]
+
+
+async def test_reads_are_not_audited(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="x\n")
+    await session.ok("read_note", path="a.md")
+    await session.ok("list_notes")
+    await session.ok("search_notes", query="x")
+    assert [line["tool"] for line in session.lines()] == ["write_note"]
+
+
+async def test_a_retried_write_answered_by_replay_is_replayed(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="before\n")
+    session.vault.faults.add("PUT", FILE, Fault.apply_then_close())
+    await session.ok("write_note", path="a.md", content="after\n")
+    line = session.last()
+    assert (line["outcome"], line["attempts"]) == ("replayed", 2)
+    assert (line["hashBefore"], line["hashAfter"]) == (digest("before\n"), digest("after\n"))
+
+
+async def test_a_write_settled_by_a_check_is_applied_and_verified(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="before\n")
+    session.vault.faults.add("PUT", FILE, Fault.apply_then_close(), times=3)
+    await session.ok("write_note", path="a.md", content="after\n")
+    line = session.last()
+    assert (line["outcome"], line["attempts"], line["verified"]) == ("applied", 3, True)
+
+
+async def test_a_conflict_is_failed_with_no_attempt(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="before\n")
+    _, is_error = await session.call("write_note", path="a.md", content="mine\n", expectedHash="0" * 64)
+    assert is_error
+    line = session.last()
+    assert (line["outcome"], line["attempts"], line["error"]) == ("failed", 0, "ConflictError")
+
+
+async def test_a_write_of_unknown_outcome_is_uncertain(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="before\n")
+
+    def colleague_then_drop(method: str, path: str) -> Fault | None:
+        if method != "PUT":
+            return None
+        store = session.vault.store
+        if store.content(session.vault.project_id, file_id)[1] == b"before\n":
+            colleague = store.add_user("colleague@x", "Colleague")
+            with store.write() as db:
+                store.replace(Change(db, session.vault.project_id, colleague), file_id, b"theirs\n")
+        return Fault.close_before()
+
+    files = session.vault.store.list_files(session.vault.project_id, path="a.md", prefix=None, include_deleted=False)
+    file_id = files[0].id
+    session.vault.faults.chooser = colleague_then_drop
+    _, is_error = await session.call("write_note", path="a.md", content="mine\n")
+    assert is_error
+    line = session.last()
+    assert (line["outcome"], line["attempts"], line["error"]) == ("uncertain", 3, "NetworkError")
+
+
+async def test_a_dry_run_and_an_edit_that_changes_nothing_are_noop(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="one two\n")
+    await session.ok("edit_note", path="a.md", edits=[{"oldText": "one", "newText": "1"}], dryRun=True)
+    assert session.last()["outcome"] == "noop" and session.last()["attempts"] == 0
+    await session.ok("edit_note", path="a.md", edits=[{"oldText": "one", "newText": "one"}])
+    assert session.last()["outcome"] == "noop"
+    assert session.last()["hashBefore"] == session.last()["hashAfter"] == digest("one two\n")
+
+
+async def test_a_move_names_both_paths_and_a_delete_has_no_hash_after(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="x\n")
+    await session.ok("move_note", path="a.md", newPath="done/a.md")
+    assert session.last()["paths"] == ["a.md", "done/a.md"]
+    assert session.last()["outcome"] == "applied"
+    await session.ok("delete_note", path="done/a.md")
+    line = session.last()
+    assert (line["tool"], line["paths"], line["hashBefore"], line["hashAfter"]) == (
+        "delete_note",
+        ["done/a.md"],
+        digest("x\n"),
+        None,
+    )
+
+
+async def test_bad_arguments_to_a_write_are_failed_lines(session: Session) -> None:
+    _, is_error = await session.call("write_note", path="../a.md", content="x")
+    assert is_error
+    line = session.last()
+    assert (line["outcome"], line["attempts"], line["error"], line["paths"]) == (
+        "failed",
+        0,
+        "InvalidPathError",
+        ["../a.md"],
+    )
+
+
+async def test_a_cancelled_write_is_cancelled(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="before\n")
+    session.vault.faults.add("PUT", FILE, Fault.hang(at_most=5))
+    with anyio.move_on_after(0.3):
+        await session.client.call_tool("write_note", {"path": "a.md", "content": "after\n"})
+    deadline = time.monotonic() + 5
+    while len(session.lines()) < 2 and time.monotonic() < deadline:
+        await anyio.sleep(0.005)
+    line = session.last()
+    assert (line["outcome"], line["attempts"], line["error"]) == ("cancelled", 1, "CallCancelledError")
+
+
+async def test_concurrent_writes_give_one_whole_line_each(session: Session) -> None:
+    async def write(number: int) -> None:
+        await session.ok("write_note", path=f"n{number}.md", content="x" * 5000)
+
+    async with anyio.create_task_group() as group:
+        for number in range(16):
+            group.start_soon(write, number)
+    lines = session.lines()  # each parses as JSON: none interleaved
+    assert sorted(line["paths"][0] for line in lines) == sorted(f"n{number}.md" for number in range(16))
+    assert {line["outcome"] for line in lines} == {"applied"}
+
+
+def test_lines_from_many_threads_never_interleave(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+
+    def writer(number: int) -> None:
+        for index in range(50):
+            audit.record({"tool": "write_note", "paths": [f"{number}/{index}-" + "p" * 3000]})
+
+    threads = [threading.Thread(target=writer, args=(number,)) for number in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    assert len(lines) == 16 * 50
+    assert len({json.loads(line)["paths"][0] for line in lines}) == 16 * 50
+
+
+def test_the_log_is_appended_to_and_private(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    path.write_text('{"earlier":"line"}\n')
+    AuditLog(path).record({"tool": "write_note"})
+    assert path.read_text().splitlines()[0] == '{"earlier":"line"}'
+    fresh = tmp_path / "fresh.jsonl"
+    AuditLog(fresh).record({"tool": "write_note"})
+    assert fresh.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_log_that_cannot_be_written_fails_no_call_and_is_reported_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async for session in open_session(tmp_path, audit_log=tmp_path / "missing-folder" / "audit.jsonl"):
+        with caplog.at_level(logging.ERROR, logger="teamvault_mcp"):
+            await session.ok("write_note", path="a.md", content="x\n")
+            await session.ok("write_note", path="b.md", content="y\n")
+    reports = [record.getMessage() for record in caplog.records if "audit log" in record.getMessage()]
+    assert len(reports) == 1
+    assert "cannot write the audit log" in reports[0] and "missing-folder" in reports[0]
+
+
+async def test_no_audit_log_unless_configured(tmp_path: Path) -> None:
+    async for session in open_session(tmp_path, audit_log=None):
+        await session.ok("write_note", path="a.md", content="x\n")
+        assert session.runner.audit is None
+    assert list(tmp_path.glob("*.jsonl")) == []
+
+
+# -- write scopes ---------------------------------------------------------------------------------
+
+
+async def test_a_write_outside_the_prefixes_is_refused_before_any_request(scoped: Session) -> None:
+    text, is_error = await scoped.call("write_note", path="people/ada.md", content="x\n")
+    assert is_error
+    assert text == (
+        "write_note refused: path 'people/ada.md' is outside the folders this server may write to "
+        "(agents/, inbox/; set by TEAM_VAULT_WRITE_PREFIXES). Nothing was sent. Write under one of them instead; "
+        "reading stays possible everywhere."
+    )
+    assert scoped.vault.faults.seen == []
+    line = scoped.last()
+    assert (line["outcome"], line["error"], line["attempts"]) == ("failed", "WriteScopeError", 0)
+
+
+async def test_writes_inside_the_prefixes_work(scoped: Session) -> None:
+    await scoped.ok("write_note", path="agents/plan.md", content="plan\n")
+    await scoped.ok("write_note", path="./inbox//idea.md", content="idea\n")
+    await scoped.ok("edit_note", path="agents/plan.md", edits=[{"oldText": "plan", "newText": "the plan"}])
+    await scoped.ok("move_note", path="inbox/idea.md", newPath="agents/idea.md")
+    await scoped.ok("delete_note", path="agents/idea.md")
+
+
+@pytest.mark.parametrize(
+    ("path", "new_path", "refused"),
+    [
+        ("agents/a.md", "people/a.md", "newPath 'people/a.md'"),  # the target
+        ("people/a.md", "agents/a.md", "path 'people/a.md'"),  # the source
+    ],
+)
+async def test_a_move_needs_both_ends_inside(scoped: Session, path: str, new_path: str, refused: str) -> None:
+    scoped.seed(path, b"x\n")
+    text, is_error = await scoped.call("move_note", path=path, newPath=new_path)
+    assert is_error and f"move_note refused: {refused} is outside" in text
+    assert scoped.writes_sent() == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "agents/../people/a.md",  # normalised first, like the server does
+        "agentsX/a.md",  # a prefix is a folder, not a string prefix
+        "Agents/a.md",  # case counts, as in every vault path
+        "agents",  # the folder itself is not under it
+    ],
+)
+async def test_paths_that_only_look_inside_are_refused(scoped: Session, path: str) -> None:
+    text, is_error = await scoped.call("write_note", path=path, content="x\n")
+    assert is_error and "refused" in text and "Nothing was sent" in text
+    assert scoped.writes_sent() == []
+
+
+async def test_every_write_tool_is_scoped(scoped: Session) -> None:
+    scoped.seed("people/a.md", b"x\n")
+    calls: dict[str, dict[str, Any]] = {
+        "write_note": {"path": "people/a.md", "content": "y"},
+        "edit_note": {"path": "people/a.md", "edits": [{"oldText": "x", "newText": "y"}]},
+        "move_note": {"path": "people/a.md", "newPath": "people/b.md"},
+        "delete_note": {"path": "people/a.md"},
+        "restore_note_version": {"path": "people/a.md", "version": 1},
+    }
+    assert set(calls) == {name for name, tool in scoped.runner.tools.items() if tool.writes}
+    for tool, arguments in calls.items():
+        text, is_error = await scoped.call(tool, **arguments)
+        assert is_error and text.startswith(f"{tool} refused: path 'people/a.md' is outside"), text
+    assert scoped.writes_sent() == []
+
+
+async def test_reads_stay_unrestricted_and_the_agent_is_told_the_scope(scoped: Session) -> None:
+    scoped.seed("people/a.md", b"hello\n")
+    text, is_error = await scoped.call("read_note", path="people/a.md")
+    assert (text, is_error) == ("hello\n", False)
+    assert scoped.client.instructions is not None
+    assert "Writes are limited to these folders: agents/, inbox/." in scoped.client.instructions
