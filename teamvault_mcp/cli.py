@@ -1,25 +1,31 @@
 """The command line; errors become exit codes.
 
     teamvault-mcp [serve]            the MCP server over stdio (TEAM_VAULT_* variables)
-    teamvault-mcp --local DIR        the same, on an embedded local vault kept in DIR
+    teamvault-mcp check [--json]     a doctor for the configuration: one line per check
+    teamvault-mcp call TOOL k=v ...  one tool call, through the server's own code path
+    teamvault-mcp --local DIR ...    any of the above on an embedded local vault kept in DIR
     teamvault-mcp local-vault ...    a Team Vault–compatible HTTP server (see --help)
 
 Exit codes: 0 after a clean shutdown (the host closed stdin, or SIGINT/SIGTERM for
-the local vault), 1 for a bad configuration, 2 for a bad command line. Logging is
-configured here and only here, and goes to stderr: stdout belongs to JSON-RPC.
+the local vault), when every required check passed, or when the tool call
+succeeded; 1 for a bad configuration, a failed check or a tool error; 2 for a bad
+command line; 130 when ``call`` is interrupted. Logging is configured here and only
+here, and goes to stderr: stdout belongs to JSON-RPC (or to the printed result).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from teamvault_mcp import __version__
 from teamvault_mcp.config import LOG_LEVELS, load_config
@@ -29,13 +35,23 @@ PROG = "teamvault-mcp"
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)  # `call`'s key=value pairs may come after its options
+    if extra and (args.command != "call" or any(item.startswith("-") for item in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.arguments = [*args.arguments, *extra]
     environ = os.environ if environ is None else environ
     if args.command == "local-vault":
         return _local_vault(args, environ)
+    commands: dict[str | None, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
+        "check": _check,
+        "call": _call,
+    }
+    command = commands.get(args.command, _serve)
     if args.local is not None:
-        return _serve_local(Path(args.local), environ)
-    return _serve(environ)
+        return _on_local_vault(Path(args.local), environ, lambda local: command(args, local))
+    return command(args, environ)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,8 +66,35 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="serve an embedded local vault kept in DIR (created if missing) instead of a Team Vault server",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{serve,local-vault}")
+    commands = parser.add_subparsers(dest="command", metavar="{serve,check,call,local-vault}")
     commands.add_parser("serve", help="serve MCP over stdio (the default)")
+    check = commands.add_parser(
+        "check",
+        help="check the configuration, the way to the server, the key and the project",
+        description="Checks the TEAM_VAULT_* variables, DNS, TCP and TLS to the server, the API key, the default "
+        "project, whether the key can write, the latency and Idempotency-Key support. Writes nothing. "
+        "Exit code 0 when every required check passes, 1 otherwise.",
+    )
+    check.add_argument("--json", action="store_true", help="print the checks as JSON")
+    call = commands.add_parser(
+        "call",
+        help="run one tool once, as the MCP server would for an agent, and print its result",
+        description="Runs one tool call through the MCP server's own code path (same budget, retries and "
+        "errors) and prints its result. Exit code 1 when the tool reports an error.",
+        epilog="Values of text arguments are taken as they are (path=2024.md); numbers, true/false and JSON "
+        "arrays are converted for the arguments that take them (maxResults=5, dryRun=true, "
+        "toc='[\"Tasks\"]'). For long content: --json-args - reads a JSON object from stdin.",
+    )
+    call.add_argument("tool", help="the tool's name, e.g. read_note")
+    call.add_argument("arguments", nargs="*", metavar="key=value", help="the tool's arguments")
+    call.add_argument(
+        "--json-args",
+        metavar="JSON",
+        help="the arguments as a JSON object ('-': read it from stdin); key=value pairs are added to it",
+    )
+    call.add_argument(
+        "--json", action="store_true", help="print the whole result (content, structuredContent, isError) as JSON"
+    )
     vault = commands.add_parser(
         "local-vault",
         help="run a Team Vault-compatible HTTP server on a local data directory",
@@ -76,7 +119,7 @@ def _default_data_dir() -> Path:
     return Path(base) / "teamvault-mcp" / "vault"
 
 
-def _serve(environ: Mapping[str, str]) -> int:
+def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     try:
         config = load_config(environ)
     except ConfigError as error:
@@ -89,31 +132,125 @@ def _serve(environ: Mapping[str, str]) -> int:
     return 0
 
 
-def _serve_local(data_dir: Path, environ: Mapping[str, str]) -> int:
-    """MCP over stdio on an embedded local vault on a free loopback port."""
+def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callable[[Mapping[str, str]], int]) -> int:
+    """Run ``command`` with TEAM_VAULT_URL and the key of an embedded local vault on a free loopback port."""
     from teamvault_mcp.localvault import LocalVault
 
     _configure_logging(_log_level(environ))
     vault = LocalVault(data_dir).start()
     try:
+        logging.getLogger(__name__).info("local vault in %s at %s", data_dir, vault.url)
         local = {
             **environ,
             "TEAM_VAULT_URL": vault.url,
             "TEAM_VAULT_API_KEY": vault.api_key,
             "TEAM_VAULT_PROJECT_ID": environ.get("TEAM_VAULT_PROJECT_ID") or vault.project_id,
         }
-        try:
-            config = load_config(local)
-        except ConfigError as error:
-            return _config_failure(error)
-        logging.getLogger(__name__).info("local vault in %s at %s", data_dir, vault.url)
-
-        from teamvault_mcp.server import serve
-
-        serve(config)
-        return 0
+        return command(local)
     finally:
         vault.stop()
+
+
+def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from teamvault_mcp.doctor import Doctor, report_json, report_text
+
+    _configure_logging(_log_level(environ))
+    doctor = Doctor(environ)
+    checks = doctor.run()
+    sys.stdout.write(report_json(checks, doctor.ok) if args.json else report_text(checks, doctor.ok))
+    return 0 if doctor.ok else 1
+
+
+def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    try:
+        config = load_config(environ)
+    except ConfigError as error:
+        return _config_failure(error)
+    _configure_logging(config.log_level)
+
+    import anyio
+
+    from teamvault_mcp.server import ToolRunner
+
+    runner = ToolRunner(config)
+    tool = runner.tools.get(args.tool)
+    kinds = {param.name: param.kind for param in tool.all_params} if tool is not None else {}
+    try:
+        arguments = _call_arguments(args.json_args, args.arguments, kinds)
+    except ValueError as error:
+        sys.stderr.write(f"{PROG} call: {error}\n")
+        return 2
+    result, stopped_by = anyio.run(_call_until_interrupted, runner, args.tool, arguments)
+    if stopped_by or result is None:
+        sys.stderr.write(f"{PROG} call: interrupted; the call was cancelled\n")
+        return 128 + stopped_by
+    if args.json:
+        wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        sys.stdout.write(json.dumps(wire, ensure_ascii=False, indent=2) + "\n")
+    else:
+        text = "\n".join(block.text for block in result.content if block.type == "text")
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 1 if result.is_error else 0
+
+
+async def _call_until_interrupted(runner: Any, tool: str, arguments: dict[str, Any]) -> tuple[Any, int]:
+    """The tool call's result, and the number of the signal (SIGINT, SIGTERM) that cancelled it, or 0.
+
+    The signal cancels the call's scope, exactly as a host's ``notifications/cancelled``
+    does in the server: the worker stops and its request in flight is shut down.
+    """
+    import anyio
+
+    result = None
+    stopped_by = 0
+    async with anyio.create_task_group() as group:
+
+        async def cancel_on_signal() -> None:
+            nonlocal stopped_by
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    stopped_by = signum
+                    group.cancel_scope.cancel()
+                    return
+
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            group.start_soon(cancel_on_signal)
+        result = await runner.call(tool, arguments)
+        group.cancel_scope.cancel()
+    return result, stopped_by
+
+
+def _call_arguments(json_args: str | None, pairs: Sequence[str], kinds: Mapping[str, str]) -> dict[str, Any]:
+    """The arguments of ``call``: the ``--json-args`` object, then each ``key=value``."""
+    arguments: dict[str, Any] = {}
+    if json_args is not None:
+        raw = sys.stdin.read() if json_args == "-" else json_args
+        try:
+            arguments = json.loads(raw)
+        except ValueError as error:
+            raise ValueError(f"--json-args is not valid JSON: {error}") from None
+        if not isinstance(arguments, dict):
+            raise ValueError('--json-args must be a JSON object, like \'{"path": "inbox/a.md"}\'')
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise ValueError(f"{pair!r} is not key=value (e.g. path=inbox/a.md)")
+        arguments[key] = _call_value(key, value, kinds.get(key))
+    return arguments
+
+
+def _call_value(key: str, value: str, kind: str | None) -> Any:
+    """``value`` as the argument ``key`` takes it: text stays text, the rest is JSON-ish."""
+    if kind == "flag" and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if kind in ("count", "version") and value.isdigit():
+        return int(value)
+    if kind in ("toc", "paths", "edits"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError(f"{key} takes a JSON array, e.g. {key}='[\"...\"]'") from None
+    return value
 
 
 def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -177,6 +314,8 @@ def _configure_logging(level: str) -> None:
     handler.setFormatter(logging.Formatter(f"{PROG} %(levelname)s %(name)s: %(message)s"))
     ours = logging.getLogger("teamvault_mcp")
     ours.setLevel(level.upper())
+    for earlier in list(ours.handlers):  # configured again after --local started its vault
+        ours.removeHandler(earlier)
     ours.addHandler(handler)
     ours.propagate = False
     # Third-party loggers stay at warning: the SDK's debug output would carry note content.

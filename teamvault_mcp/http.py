@@ -108,7 +108,7 @@ class _CancellableAdapter(HTTPAdapter):
 
 
 @functools.lru_cache(maxsize=8)
-def _environment_settings(base_url: str) -> tuple[dict[str, str], Any]:
+def environment_settings(base_url: str) -> tuple[dict[str, str], Any]:
     """The proxy and CA-bundle settings ``requests`` takes from the environment, looked up once.
 
     ``requests`` repeats this lookup (and reads ``~/.netrc``) on every request, which
@@ -127,7 +127,7 @@ class HttpSession:
         self._token = token
         self._session = requests.Session()
         self._session.trust_env = False  # looked up once instead; and no ~/.netrc credentials
-        proxies, verify = _environment_settings(base_url)
+        proxies, verify = environment_settings(base_url)
         self._session.proxies = dict(proxies)
         self._session.verify = verify
         self._adapter = _CancellableAdapter()

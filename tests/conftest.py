@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -59,6 +60,17 @@ class FakeClock:
     def advance(self, seconds: float) -> None:
         with self._lock:
             self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """``cli.main`` run in-process configures the package's logger; later tests get it back as it was."""
+    ours = logging.getLogger("teamvault_mcp")
+    handlers, level, propagate = list(ours.handlers), ours.level, ours.propagate
+    yield
+    ours.handlers[:] = handlers
+    ours.setLevel(level)
+    ours.propagate = propagate
 
 
 @pytest.fixture

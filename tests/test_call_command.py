@@ -1,0 +1,213 @@
+"""``teamvault-mcp call TOOL key=value ...``: one tool call from a shell, as an agent would see it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import make_config
+from mcp import Client
+
+from teamvault_mcp.cli import main
+from teamvault_mcp.localvault import Fault, LocalVault
+from teamvault_mcp.server import ToolRunner, build_server
+
+FILES = "/api/projects/*/files"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[LocalVault]:
+    with LocalVault(tmp_path / "vault") as running:
+        yield running
+
+
+def env_for(vault: LocalVault, **overrides: str) -> dict[str, str]:
+    values = {
+        "TEAM_VAULT_URL": vault.url,
+        "TEAM_VAULT_API_KEY": vault.api_key,
+        "TEAM_VAULT_PROJECT_ID": vault.project_id,
+        "TEAM_VAULT_CACHE_DIR": "off",
+    }
+    values.update({f"TEAM_VAULT_{name}": value for name, value in overrides.items()})
+    return values
+
+
+def call(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str) -> tuple[int, str, str]:
+    code = main(["call", *argv], environ)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_write_then_a_read(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
+    environ = env_for(vault)
+    code, out, _ = call(capsys, environ, "write_note", "path=inbox/2024.md", "content=# Plan\nship it\n")
+    assert code == 0
+    assert json.loads(out)["action"] == "created"
+    code, out, _ = call(capsys, environ, "read_note", "path=inbox/2024.md")
+    assert (code, out) == (0, "# Plan\nship it\n")
+
+
+def test_a_tool_error_exits_1_with_the_agents_message(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = call(capsys, env_for(vault), "read_note", "path=missing.md")
+    assert (code, out) == (1, "Note not found: missing.md\n")
+
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("note_outline", {"path": "a.md"}),
+    ("search_notes", {"query": "two"}),
+    ("read_note", {"path": "a.md", "startLine": 2}),
+    ("read_note", {"path": "nope.md"}),
+    ("list_notes", {"depth": 0}),
+    ("edit_note", {"path": "a.md", "edits": [{"oldText": "two", "newText": "2"}], "dryRun": True}),
+]
+
+
+def test_the_result_is_the_one_an_mcp_client_gets(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
+    environ = env_for(vault)
+    call(capsys, environ, "write_note", "path=a.md", "content=one\ntwo\n")
+    runner = ToolRunner(make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id))
+
+    async def over_mcp() -> list[Any]:
+        async with Client(build_server(runner), mode="legacy") as client:
+            return [await client.call_tool(tool, arguments) for tool, arguments in CALLS]
+
+    for (tool, arguments), expected in zip(CALLS, anyio.run(over_mcp), strict=True):
+        code, out, _ = call(capsys, environ, tool, "--json-args", json.dumps(arguments), "--json")
+        shown = json.loads(out)
+        assert shown["content"] == [block.model_dump(mode="json", exclude_none=True) for block in expected.content]
+        assert shown.get("structuredContent") == expected.structured_content
+        assert shown["isError"] is expected.is_error is (code == 1)
+    assert any(expected.is_error for expected in anyio.run(over_mcp))  # the comparison covers an error too
+
+
+@pytest.mark.parametrize(
+    ("pairs", "expected"),
+    [
+        (["path=2024.md"], {"path": "2024.md"}),  # text stays text
+        (["path=a.md", "startLine=2", "endLine=3"], {"path": "a.md", "startLine": 2, "endLine": 3}),
+        (["path=a.md", 'section=["Plan"]'], {"path": "a.md", "section": ["Plan"]}),
+        (["path=true"], {"path": "true"}),
+        (["content=a=b"], {"content": "a=b"}),  # only the first = splits
+    ],
+)
+def test_values_take_the_type_of_their_argument(pairs: list[str], expected: dict[str, Any]) -> None:
+    from teamvault_mcp.cli import _call_arguments
+    from teamvault_mcp.tools import TOOLS
+
+    kinds = {param.name: param.kind for tool in TOOLS for param in tool.all_params}
+    assert _call_arguments(None, pairs, kinds) == expected
+
+
+def test_flags_and_versions(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
+    environ = env_for(vault)
+    call(capsys, environ, "write_note", "path=a.md", "content=one\n")
+    call(capsys, environ, "write_note", "path=a.md", "content=two\n")
+    code, out, _ = call(capsys, environ, "read_note_version", "path=a.md", "version=1")
+    assert (code, out) == (0, "one\n")
+    edits = '[{"oldText": "two", "newText": "2"}]'
+    code, out, _ = call(capsys, environ, "edit_note", "path=a.md", f"edits={edits}", "dryRun=true")
+    assert code == 0 and out.startswith("Dry run: nothing was written.")
+
+
+def test_json_args_from_stdin_with_pairs_on_top(
+    vault: LocalVault, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"path": "x.md", "content": "line 1\nline 2\n"})))
+    code, _, _ = call(capsys, env_for(vault), "write_note", "--json-args", "-", "path=y.md")
+    assert code == 0
+    code, out, _ = call(capsys, env_for(vault), "read_note", "path=y.md")
+    assert out == "line 1\nline 2\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["read_note", "path"], "'path' is not key=value (e.g. path=inbox/a.md)"),
+        (["read_note", "=a.md"], "'=a.md' is not key=value"),
+        (["read_note", "--json-args", "{path: 1}"], "--json-args is not valid JSON"),
+        (["read_note", "--json-args", '["a.md"]'], "--json-args must be a JSON object"),
+        (["read_note", "path=a.md", "section=Plan"], "section takes a JSON array"),
+    ],
+)
+def test_a_bad_command_line_exits_2_and_sends_nothing(
+    vault: LocalVault, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = call(capsys, env_for(vault), *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("teamvault-mcp call: ") and message in err
+    assert vault.faults.seen == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["no_such_tool"], "Unknown tool: no_such_tool. Available tools: whoami, list_projects, "),
+        (["read_note", "path=a.md", "colour=red"], "Unknown argument for read_note: colour."),
+        (["read_note"], "Missing required argument 'path'."),
+        (["read_note", "path=a.md", "startLine=0"], "Argument 'startLine' must be"),
+    ],
+)
+def test_bad_tool_input_is_the_agents_error(
+    vault: LocalVault, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, _ = call(capsys, env_for(vault), *argv)
+    assert code == 1 and message in out
+
+
+def test_a_bad_configuration_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = call(capsys, {"TEAM_VAULT_URL": "ftp://x"}, "whoami")
+    assert code == 1 and out == "" and "TEAM_VAULT_API_KEY must be set" in err
+
+
+def test_writes_are_audited_and_scoped_as_in_the_server(
+    vault: LocalVault, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "audit.jsonl"
+    environ = env_for(vault, AUDIT_LOG=str(log), WRITE_PREFIXES="agents/")
+    code, out, _ = call(capsys, environ, "write_note", "path=people/a.md", "content=x")
+    assert code == 1 and out.startswith("write_note refused: path 'people/a.md' is outside")
+    code, _, _ = call(capsys, environ, "write_note", "path=agents/a.md", "content=x")
+    assert code == 0
+    assert [json.loads(line)["outcome"] for line in log.read_text().splitlines()] == ["failed", "applied"]
+
+
+def test_on_a_local_vault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path / "local")
+    assert main(["--local", data, "call", "write_note", "path=a.md", "content=kept\n"], {}) == 0
+    capsys.readouterr()
+    assert main(["--local", data, "call", "read_note", "path=a.md"], {}) == 0
+    assert capsys.readouterr().out == "kept\n"
+
+
+def test_ctrl_c_cancels_the_call_in_flight(vault: LocalVault) -> None:
+    vault.faults.add("GET", FILES, Fault.hang(at_most=10))
+    environ = {**os.environ, **env_for(vault)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "teamvault_mcp", "call", "read_note", "path=a.md"],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not vault.faults.injected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert vault.faults.injected, "the call never reached the vault"
+    interrupted_at = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=10)
+    assert child.returncode == 130
+    assert out == ""
+    assert "teamvault-mcp call: interrupted; the call was cancelled" in err
+    assert vault.faults.hang_ended and vault.faults.hang_ended[0] - interrupted_at < 2.0
+    assert [path for method, path in vault.faults.seen if method == "GET"].count(vault.faults.seen[-1][1]) == 1
