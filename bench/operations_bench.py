@@ -75,7 +75,8 @@ def main() -> None:
         for _ in range(7):
             for name, argv in (("check", ["check"]), ("version", ["--version"])):
                 started = time.perf_counter()
-                done = subprocess.run([sys.executable, "-m", "teamvault_mcp", *argv], env=child_env, capture_output=True)
+                command = [sys.executable, "-m", "teamvault_mcp", *argv]
+                done = subprocess.run(command, env=child_env, capture_output=True)
                 check_runs[name].append(time.perf_counter() - started)
                 assert done.returncode == 0, done.stdout + done.stderr
 
