@@ -156,7 +156,11 @@ def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     _configure_logging(_log_level(environ))
     doctor = Doctor(environ)
-    checks = doctor.run()
+    try:
+        checks = doctor.run()
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG} check: interrupted\n")
+        return 130
     sys.stdout.write(report_json(checks, doctor.ok) if args.json else report_text(checks, doctor.ok))
     return 0 if doctor.ok else 1
 
@@ -180,7 +184,10 @@ def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     except ValueError as error:
         sys.stderr.write(f"{PROG} call: {error}\n")
         return 2
-    result, stopped_by = anyio.run(_call_until_interrupted, runner, args.tool, arguments)
+    try:
+        result, stopped_by = anyio.run(_call_until_interrupted, runner, args.tool, arguments)
+    except KeyboardInterrupt:  # before the call's own signal handling was in place: nothing was sent
+        result, stopped_by = None, signal.SIGINT
     if stopped_by or result is None:
         sys.stderr.write(f"{PROG} call: interrupted; the call was cancelled\n")
         return 128 + stopped_by

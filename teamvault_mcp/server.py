@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -45,6 +45,9 @@ from teamvault_mcp.paths import stored_path_of
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.search import SearchIndex
 from teamvault_mcp.tools import Tool, tools_for
+
+if TYPE_CHECKING:
+    from teamvault_mcp.client import TeamVaultClient
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +142,7 @@ class ToolRunner:
         args: dict[str, Any],
         *,
         error: TeamVaultError | None = None,
-        client: Any = None,
+        client: TeamVaultClient | None = None,
         facts: dict[str, Any] | None = None,
     ) -> None:
         """One audit-log line for a write tool call (nothing when there is no audit log)."""
@@ -187,7 +190,7 @@ class ToolRunner:
             index=self.index,
             progress=progress,
         )
-        outcome: ToolOutput | TeamVaultError = TeamVaultError("no outcome")
+        outcome: ToolOutput | TeamVaultError
         try:
             outcome = tool.handler(context, args)
         except CallCancelledError as error:
