@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Runs one tool call through the MCP server's own code path (same budget, retries and "
         "errors) and prints its result. Exit code 1 when the tool reports an error.",
         epilog="Values of text arguments are taken as they are (path=2024.md); numbers, true/false and JSON "
-        "arrays are converted for the arguments that take them (maxResults=5, dryRun=true, "
+        "arrays and objects are converted for the arguments that take them (maxResults=5, dryRun=true, "
         "toc='[\"Tasks\"]'). For long content: --json-args - reads a JSON object from stdin.",
     )
     call.add_argument("tool", help="the tool's name, e.g. read_note")
@@ -252,11 +252,16 @@ def _call_value(key: str, value: str, kind: str | None) -> Any:
         return value.lower() == "true"
     if kind in ("count", "version") and value.isdigit():
         return int(value)
-    if kind in ("toc", "paths", "edits"):
+    if kind in ("toc", "paths", "edits", "keys"):
         try:
             return json.loads(value)
         except ValueError:
             raise ValueError(f"{key} takes a JSON array, e.g. {key}='[\"...\"]'") from None
+    if kind == "fields":
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError(f'{key} takes a JSON object, e.g. {key}=\'{{"status": "done"}}\'') from None
     return value
 
 

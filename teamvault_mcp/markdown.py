@@ -193,7 +193,7 @@ def _headings(bare: list[str]) -> list[Heading]:
 
 def _after_front_matter(bare: list[str]) -> int:
     """Index of the first line after a YAML front matter block (``---`` … ``---``), or 0."""
-    if not bare or bare[0].rstrip() != "---":
+    if not bare or bare[0].lstrip("\ufeff").rstrip() != "---":  # the rule of frontmatter.py
         return 0
     for index in range(1, len(bare)):
         if bare[index].rstrip() in ("---", "..."):

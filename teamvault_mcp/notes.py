@@ -20,7 +20,7 @@ import mimetypes
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.calls import Note, ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.editing import Edit, apply_edits, edits_from_patch
 from teamvault_mcp.errors import (
     CallCancelledError,
@@ -114,23 +114,44 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     except UnicodeDecodeError:
         raise EditFailedError(f"{note.path} is not valid UTF-8 text; edit_note cannot edit it safely.") from None
     changed = apply_edits(original, edits)
+    return rewrite(ctx, project_id, note, changed, dry_run=bool(args.get("dryRun")), edits="the edits", done="Edited")
+
+
+def rewrite(
+    ctx: ToolContext,
+    project_id: str,
+    note: Note,
+    changed: str,
+    *,
+    dry_run: bool,
+    edits: str,
+    done: str,
+    extra: dict[str, Any] | None = None,
+) -> ToolOutput:
+    """Replace ``note``'s text by ``changed`` (unless it is the same, or a dry run): the result with its diff.
+
+    ``edits`` names what changes it in messages ("the edits"), ``done`` what was done ("Edited");
+    ``extra`` adds fields to the result.
+    """
+    original = note.data.decode("utf-8")
     data = changed.encode("utf-8")
     diff = unified_diff(original, changed, before=f"a/{note.path}", after=f"b/{note.path}")
     result: dict[str, Any] = {
         "path": note.path,
-        "dryRun": bool(args.get("dryRun")),
+        "dryRun": dry_run,
         "changed": changed != original,
         "previousHash": note.content_hash,
         "contentHash": sha256_hex(data),
         "diff": diff,
+        **(extra or {}),
     }
     ctx.facts.update(hashBefore=note.content_hash, hashAfter=result["contentHash"])
     if changed == original:
         ctx.facts["noop"] = True
-        return ToolOutput(f"No change: the edits leave {note.path} as it is. Nothing was written.", result)
-    if args.get("dryRun"):
+        return ToolOutput(f"No change: {edits} leave {note.path} as it is. Nothing was written.", result)
+    if dry_run:
         ctx.facts["noop"] = True
-        headline = f"Dry run: nothing was written. Applied, these edits would give contentHash {result['contentHash']}."
+        headline = f"Dry run: nothing was written. Applied, {edits} would give contentHash {result['contentHash']}."
         return ToolOutput(f"{headline}\n{diff}", result)
     file = note.file
 
@@ -142,7 +163,7 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     )
     if verified:
         result.update(verified=True, note=VERIFIED)
-    headline = f"Edited {note.path}; its contentHash is now {result['contentHash']}."
+    headline = f"{done} {note.path}; its contentHash is now {result['contentHash']}."
     return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{diff}", result)
 
 

@@ -7,6 +7,7 @@ handlers live in ``notes.py`` and ``reading.py``; see ``calls.py`` for what they
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from teamvault_mcp.reading import (
     read_notes,
 )
 from teamvault_mcp.searching import DEFAULT_FOUND, DEFAULT_HITS, find_notes, search_notes
+from teamvault_mcp.structured import read_frontmatter, update_frontmatter
 
 #: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
@@ -31,6 +33,7 @@ MAX_PATH_CHARS = 4096
 MAX_ID_CHARS = 256
 MAX_BATCH = 20
 MAX_EDITS = 100
+MAX_KEYS = 100
 EDIT_FIELDS = {"oldText": "string", "newText": "string", "replaceAll": "boolean"}
 
 Kind = Literal[
@@ -48,6 +51,8 @@ Kind = Literal[
     "choice",
     "version",
     "edits",
+    "fields",
+    "keys",
 ]
 
 
@@ -58,8 +63,9 @@ class Param:
     Strings: ``path`` and ``id`` (non-empty), ``content`` (at most 5 MiB), ``prefix``,
     ``cursor``, ``hash`` (64 hex digits), ``choice`` (one of ``choices``). Arrays:
     ``toc`` (heading names), ``paths`` (1–20 paths), ``edits`` (1–100 ``{oldText,
-    newText, replaceAll?}``). Integers: ``count``, between ``minimum`` and ``maximum``.
-    ``version``: a version number or id. ``flag``: a boolean.
+    newText, replaceAll?}``), ``keys`` (1–100 names). Integers: ``count``, between
+    ``minimum`` and ``maximum``. ``version``: a version number or id. ``flag``: a
+    boolean. ``fields``: an object of names and any JSON values (at most 100).
     """
 
     name: str
@@ -88,10 +94,14 @@ class Param:
             schema.update(type="integer", minimum=self.minimum)
             if self.maximum is not None:
                 schema["maximum"] = self.maximum
-        elif self.kind in ("toc", "paths"):
+        elif self.kind in ("toc", "paths", "keys"):
             schema.update(type="array", items={"type": "string"})
             if self.kind == "paths":
                 schema.update(minItems=1, maxItems=MAX_BATCH)
+            if self.kind == "keys":
+                schema.update(minItems=1, maxItems=MAX_KEYS)
+        elif self.kind == "fields":
+            schema.update(type="object", maxProperties=MAX_KEYS)
         else:
             schema["type"] = "string"
             if self.kind in ("path", "id", "cursor", "query"):
@@ -105,8 +115,10 @@ class Param:
         what = f"Argument '{self.name}'"
         if self.kind == "count":
             return self._check_count(value)
-        if self.kind in ("toc", "paths"):
+        if self.kind in ("toc", "paths", "keys"):
             return self._check_list(value)
+        if self.kind == "fields":
+            return self._check_fields(value)
         if self.kind == "flag":
             if not isinstance(value, bool):
                 raise ToolInputError(f"{what} must be true or false, got {_json_type(value)}.")
@@ -181,7 +193,27 @@ class Param:
             )
         if self.kind == "paths" and not 1 <= len(value) <= MAX_BATCH:
             raise ToolInputError(f"Argument '{self.name}' must hold 1 to {MAX_BATCH} paths, not {len(value)}.")
-        return [self._check_string(item, f"Item {index} of '{self.name}'") for index, item in enumerate(value)]
+        if self.kind == "keys" and not 1 <= len(value) <= MAX_KEYS:
+            raise ToolInputError(f"Argument '{self.name}' must hold 1 to {MAX_KEYS} names, not {len(value)}.")
+        items = [self._check_string(item, f"Item {index} of '{self.name}'") for index, item in enumerate(value)]
+        if self.kind == "keys" and any(not item.strip() for item in items):
+            raise ToolInputError(f"Argument '{self.name}' holds an empty name.")
+        return items
+
+    def _check_fields(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ToolInputError(
+                f"Argument '{self.name}' must be an object of names and values, got {_json_type(value)}. "
+                f"{self.description}"
+            )
+        if len(value) > MAX_KEYS:
+            raise ToolInputError(f"Argument '{self.name}' has {len(value)} names; the limit is {MAX_KEYS}.")
+        for name, item in value.items():
+            if not name.strip():
+                raise ToolInputError(f"Argument '{self.name}' holds an empty name.")
+            self._check_string(name, f"The name {name[:40]!r} in '{self.name}'", "content")
+            self._check_string(json.dumps(item, ensure_ascii=False), f"The value of {name!r}", "content")
+        return value
 
     def _check_count(self, value: Any) -> int:
         if isinstance(value, float) and value.is_integer():
@@ -578,6 +610,27 @@ TOOLS: tuple[Tool, ...] = (
         ),
     ),
     Tool(
+        name="read_frontmatter",
+        title="Read front matter",
+        description=(
+            "Return a note's YAML front matter (the properties between the --- lines at its top) as a JSON "
+            "object, with the note's contentHash: {} when it has none. Dates come as 'YYYY-MM-DD' text. Invalid "
+            "YAML is an error naming the line. Change fields with update_frontmatter, not by editing the YAML."
+        ),
+        params=(NOTE_PATH,),
+        handler=read_frontmatter,
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "frontmatter": {"type": "object"},
+                "hasFrontmatter": {"type": "boolean"},
+                "contentHash": _STRING,
+                "note": _STRING,
+            },
+            ["path", "frontmatter", "hasFrontmatter", "contentHash"],
+        ),
+    ),
+    Tool(
         name="list_note_versions",
         title="List note versions",
         description=(
@@ -739,6 +792,50 @@ TOOLS: tuple[Tool, ...] = (
                 "verified": {"type": "boolean"},
             },
             ["path", "dryRun", "changed", "previousHash", "contentHash", "diff"],
+        ),
+    ),
+    Tool(
+        name="update_frontmatter",
+        title="Update front matter",
+        description=(
+            "Change a note's front matter by field, without touching its YAML by hand: set writes each given "
+            "field whole (a nested object or list replaces the old value; it does not merge into it), remove "
+            "drops fields. Other fields keep their exact text, order and comments, and the body stays byte for "
+            "byte; a note without front matter gets a block. Dates go in as 'YYYY-MM-DD'. Returns the diff, the "
+            "new front matter and contentHash; dryRun writes nothing. Pass the contentHash you read as "
+            "expectedHash to be safe from concurrent edits."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "set",
+                'Fields to write, e.g. {"status": "done", "tags": ["project", "q3"], "due": "2026-12-01"}; '
+                "null writes an empty field.",
+                kind="fields",
+                required=False,
+            ),
+            Param("remove", "Names of top-level fields to drop, e.g. ['draft'].", kind="keys", required=False),
+            Param("dryRun", "true: show the diff, write nothing.", kind="flag", required=False),
+            EXPECTED_HASH,
+        ),
+        handler=update_frontmatter,
+        writes=True,
+        path_params=("path",),
+        destructive=True,  # changes content (the server keeps the old content as a version)
+        idempotent=True,  # the same fields set again leave the same note
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "dryRun": {"type": "boolean"},
+                "changed": {"type": "boolean"},
+                "previousHash": _STRING,
+                "contentHash": _STRING,
+                "diff": _STRING,
+                "frontmatter": {"type": "object"},
+                "absent": {"type": "array", "items": _STRING},
+                "verified": {"type": "boolean"},
+            },
+            ["path", "dryRun", "changed", "previousHash", "contentHash", "diff", "frontmatter"],
         ),
     ),
     Tool(

@@ -343,6 +343,7 @@ async def test_every_write_tool_is_scoped(scoped: Session) -> None:
     calls: dict[str, dict[str, Any]] = {
         "write_note": {"path": "people/a.md", "content": "y"},
         "edit_note": {"path": "people/a.md", "edits": [{"oldText": "x", "newText": "y"}]},
+        "update_frontmatter": {"path": "people/a.md", "set": {"status": "done"}},
         "move_note": {"path": "people/a.md", "newPath": "people/b.md"},
         "delete_note": {"path": "people/a.md"},
         "restore_note_version": {"path": "people/a.md", "version": 1},

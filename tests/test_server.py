@@ -25,9 +25,10 @@ from teamvault_mcp.tools import MAX_CONTENT_BYTES
 
 pytestmark = pytest.mark.anyio
 
-WRITE_TOOLS = {"write_note", "edit_note", "move_note", "delete_note", "restore_note_version"}
+WRITE_TOOLS = {"write_note", "edit_note", "update_frontmatter", "move_note", "delete_note", "restore_note_version"}
 READ_TOOLS = {
     "whoami",
+    "read_frontmatter",
     "list_projects",
     "list_notes",
     "note_outline",

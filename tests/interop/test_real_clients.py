@@ -203,7 +203,7 @@ def test_ts_sdk_lists_the_tools_writes_and_reads(sdk: Callable[[], SdkClient], v
     assert client.ready["protocolVersion"] == client.ready["offered"]  # the SDK's latest, accepted as is
 
     tools = client("list")["tools"]
-    assert [tool["name"] for tool in tools] == TOOL_NAMES and len(tools) == 16
+    assert [tool["name"] for tool in tools] == TOOL_NAMES and len(tools) == 18
     assert all(tool["inputSchema"]["type"] == "object" for tool in tools)
     assert "outputSchema" in tools[TOOL_NAMES.index("write_note")]  # so the SDK validates its result below
 
