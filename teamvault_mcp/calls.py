@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.client import TeamVaultClient, VaultFile
     from teamvault_mcp.retry import Budget
     from teamvault_mcp.search import SearchIndex
+    from teamvault_mcp.structured import SchemaRegistry
 
 #: Reports progress to the host, if it asked for it: (done, total, message).
 Progress = Callable[[float, float | None, str], None]
@@ -48,6 +49,8 @@ class ToolContext:
     cache_for: Callable[[str], ContentCache | None] | None = None
     index: SearchIndex | None = None
     progress: Progress | None = None
+    #: The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured).
+    schemas: SchemaRegistry | None = None
     #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified.
     facts: dict[str, Any] = field(default_factory=dict)
 

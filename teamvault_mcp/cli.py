@@ -177,8 +177,9 @@ def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from teamvault_mcp.server import ToolRunner
 
     runner = ToolRunner(config)
+    runner.wait_for_schemas()  # an upsert_<schema> tool exists once its schema note is read
     tool = runner.tools.get(args.tool)
-    kinds = {param.name: param.kind for param in tool.all_params} if tool is not None else {}
+    kinds = tool.argument_kinds() if tool is not None else {}
     try:
         arguments = _call_arguments(args.json_args, args.arguments, kinds)
     except ValueError as error:
@@ -252,6 +253,17 @@ def _call_value(key: str, value: str, kind: str | None) -> Any:
         return value.lower() == "true"
     if kind in ("count", "version") and value.isdigit():
         return int(value)
+    if kind == "number":  # a schema field
+        try:
+            number = float(value)
+        except ValueError:
+            return value  # the tool's check says what is wrong
+        return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
+    if kind == "json":  # a schema field that is an array or an object
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError(f"{key} takes JSON, e.g. {key}='[\"...\"]'") from None
     if kind in ("toc", "paths", "edits", "keys"):
         try:
             return json.loads(value)

@@ -31,7 +31,7 @@ USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
-    "TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES)"
+    "TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR)"
 )
 
 
@@ -53,6 +53,8 @@ class Config:
     audit_log: Path | None = None
     #: Folders (``"agents/"``) that write tools may touch; empty: all of the vault.
     write_prefixes: tuple[str, ...] = ()
+    #: The folder (``"schemas/"``) of the schema notes that define upsert_<name> tools; None: none.
+    schema_dir: str | None = None
 
 
 def load_config(environ: Mapping[str, str]) -> Config:
@@ -79,6 +81,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
     cache_dir = _cache_dir(environ, problems)
     audit_log = _absolute_path(environ, "TEAM_VAULT_AUDIT_LOG", problems)
     write_prefixes = _write_prefixes(environ, problems)
+    schema_dir = _schema_dir(environ, project_id, problems)
     cache_max_mb = _number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
@@ -97,6 +100,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         cache_max_bytes=int(cache_max_mb * 1024 * 1024),
         audit_log=audit_log,
         write_prefixes=write_prefixes,
+        schema_dir=schema_dir,
     )
 
 
@@ -181,20 +185,39 @@ def _absolute_path(environ: Mapping[str, str], name: str, problems: list[str]) -
     return path
 
 
-def _write_prefixes(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]:
-    """``agents/, inbox`` → ``("agents/", "inbox/")``: folders, in the server's stored spelling."""
+def _folder(name: str, item: str, problems: list[str]) -> str | None:
+    """``./agents`` → ``agents/``: a folder in the server's stored spelling, or None (a problem noted)."""
     from teamvault_mcp.errors import InvalidPathError
     from teamvault_mcp.paths import stored_path_of
 
+    try:
+        return stored_path_of(item, incoming=True) + "/"
+    except InvalidPathError as error:
+        problems.append(f"{name}: {item!r} is not a folder a note could be in ({error.rule}).")
+        return None
+
+
+def _schema_dir(environ: Mapping[str, str], project_id: str | None, problems: list[str]) -> str | None:
+    raw = environ.get("TEAM_VAULT_SCHEMA_DIR", "").strip()
+    if not raw:
+        return None
+    if project_id is None:
+        problems.append(
+            "TEAM_VAULT_SCHEMA_DIR needs TEAM_VAULT_PROJECT_ID: the schema notes are read from that project."
+        )
+    return _folder("TEAM_VAULT_SCHEMA_DIR", raw, problems)
+
+
+def _write_prefixes(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]:
+    """``agents/, inbox`` → ``("agents/", "inbox/")``: folders, in the server's stored spelling."""
     raw = environ.get("TEAM_VAULT_WRITE_PREFIXES", "")
     prefixes = []
     for item in (part.strip() for part in raw.split(",")):
         if not item:
             continue
-        try:
-            prefixes.append(stored_path_of(item, incoming=True) + "/")
-        except InvalidPathError as error:
-            problems.append(f"TEAM_VAULT_WRITE_PREFIXES: {item!r} is not a folder a note could be in ({error.rule}).")
+        folder = _folder("TEAM_VAULT_WRITE_PREFIXES", item, problems)
+        if folder is not None:
+            prefixes.append(folder)
     if raw.strip() and not prefixes and not problems:
         problems.append("TEAM_VAULT_WRITE_PREFIXES names no folder; leave it unset to allow writes everywhere.")
     return tuple(dict.fromkeys(prefixes))

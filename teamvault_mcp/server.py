@@ -22,7 +22,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 import mcp.types as types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -44,12 +44,16 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.paths import stored_path_of
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.search import SearchIndex
+from teamvault_mcp.structured import SCHEMA_LOAD_LIMIT, SchemaRegistry, SchemaSet
 from teamvault_mcp.tools import Tool, tools_for
 
 if TYPE_CHECKING:
     from teamvault_mcp.client import TeamVaultClient
 
 log = logging.getLogger(__name__)
+
+#: Seconds tools/list waits beyond the schema load's own limit for the loader thread to finish.
+SCHEMA_LOAD_GRACE = 2.0
 
 #: Tool calls running at once. anyio's default thread limiter (40) also serves stdin/stdout.
 MAX_CONCURRENT_CALLS = 8
@@ -67,6 +71,8 @@ read_notes(paths=[...]) for several notes at once. Anything cut says so and give
 edit_note(path, edits=[{oldText, newText}], expectedHash=<the contentHash your read returned>) rather than rewriting \
 it with write_note, and check the diff it returns. A conflict means someone changed the note: read it again. \
 list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.
+- Properties (the YAML front matter at a note's top): read_frontmatter(path), and \
+update_frontmatter(path, set={...}, remove=[...]) to change fields; never rewrite the YAML by hand.
 - After an error that says a change may or may not have been applied, check with read_note or list_notes \
 before calling again: a blind retry could apply the change twice."""
 
@@ -78,13 +84,74 @@ class ToolRunner:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
-        self.tools = {tool.name: tool for tool in tools_for(config.read_only)}
+        self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
+        self._tools: tuple[int, dict[str, Tool]] = (-1, {})
+        self._schema_loader: threading.Thread | None = None
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self._caches: dict[str, ContentCache] = {}
         self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The tools by name: the fixed ones, and one for each schema loaded now."""
+        generation = self.schemas.generation if self.schemas is not None else 0
+        cached_generation, tools = self._tools
+        if cached_generation != generation:
+            schemas = self.schemas.current.schemas if self.schemas is not None else None
+            tools = {tool.name: tool for tool in tools_for(self.config.read_only, schemas)}
+            self._tools = (generation, tools)
+        return tools
+
+    @property
+    def tools_generation(self) -> int:
+        return self.schemas.generation if self.schemas is not None else 0
+
+    def start_schema_load(self) -> None:
+        """Begin reading the schema notes in a thread (once), within SCHEMA_LOAD_LIMIT seconds."""
+        if self.schemas is None or self._schema_loader is not None:
+            return
+        registry = self.schemas
+
+        def load() -> None:
+            from teamvault_mcp.client import TeamVaultClient
+
+            client = TeamVaultClient(
+                self.config.base_url,
+                self.config.api_key,
+                budget=Budget(min(SCHEMA_LOAD_LIMIT, self.config.call_budget), self.clock),
+                token=CancelToken(),
+                clock=self.clock,
+                policy=self.policy,
+            )
+            try:
+                registry.install(registry.load(client))
+            except TeamVaultError as error:
+                log.warning("the schema notes in %s were not loaded at start-up: %s", registry.folder, error)
+                status = f"not loaded at start-up: {error} Call reload_schemas to try again."
+                registry.install(SchemaSet(status=status))
+            except Exception as error:  # a bug must not leave tools/list waiting
+                log.exception("loading the schema notes failed")
+                registry.install(SchemaSet(status=f"not loaded at start-up: internal error {type(error).__name__}."))
+            finally:
+                client.close()
+                registry.started.set()
+
+        self._schema_loader = threading.Thread(target=load, name="schema-loader", daemon=True)
+        self._schema_loader.start()
+
+    def wait_for_schemas(self) -> None:
+        """Block until the start-up load of the schemas has ended (it is bounded by its own budget)."""
+        if self.schemas is not None:
+            self.start_schema_load()
+            self.schemas.started.wait(SCHEMA_LOAD_LIMIT + SCHEMA_LOAD_GRACE)
+
+    async def schemas_ready(self) -> None:
+        """:meth:`wait_for_schemas` without blocking the event loop."""
+        if self.schemas is not None and not self.schemas.started.is_set():
+            await anyio.to_thread.run_sync(self.wait_for_schemas)
 
     def active_calls(self) -> int:
         with self._active_lock:
@@ -107,6 +174,7 @@ class ToolRunner:
     ) -> types.CallToolResult:
         """Run one tool call; ``report`` sends progress to the host (None when it asked for none)."""
         budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
+        await self.schemas_ready()
         tool = self.tools.get(name)
         if tool is None:
             return _error_result(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
@@ -128,13 +196,12 @@ class ToolRunner:
     def _check_write_scope(self, tool: Tool, args: dict[str, Any]) -> None:
         """Refuse a write naming any note outside TEAM_VAULT_WRITE_PREFIXES, before any request."""
         prefixes = self.config.write_prefixes
-        if not prefixes:
+        if not prefixes or not tool.writes:
             return
-        for name in tool.path_params:
-            if name in args:
-                path = stored_path_of(args[name], incoming=True)
-                if not path.startswith(prefixes):
-                    raise WriteScopeError(tool.name, name, path, prefixes)
+        for name, given in tool.written_paths(args):
+            path = stored_path_of(given, incoming=True)
+            if not path.startswith(prefixes):
+                raise WriteScopeError(tool.name, name, path, prefixes)
 
     def _audit(
         self,
@@ -153,7 +220,7 @@ class ToolRunner:
         entry: dict[str, Any] = {
             "tool": tool.name,
             "project": args.get("projectId") or self.config.project_id,
-            "paths": [_audited_path(args[name]) for name in tool.path_params if isinstance(args.get(name), str)],
+            "paths": _audited_paths(tool, args),
             "idempotencyKey": client.idempotency_key if client is not None else None,
             "attempts": client.write_attempts if client is not None else 0,
             "outcome": write_outcome(error, replayed=replayed, noop=bool(facts.get("noop"))),
@@ -189,6 +256,7 @@ class ToolRunner:
             cache_for=self.cache_for,
             index=self.index,
             progress=progress,
+            schemas=self.schemas,
         )
         outcome: ToolOutput | TeamVaultError
         try:
@@ -241,12 +309,19 @@ class ToolRunner:
                 watchers.cancel_scope.cancel()
 
 
-def _audited_path(path: str) -> str:
-    """A path as the audit log shows it: the stored spelling where it is valid, else as given."""
+def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:
+    """The paths a write names, as the audit log shows them: the stored spelling where valid, else as given."""
     try:
-        return stored_path_of(path, incoming=True)
-    except InvalidPathError:
-        return path
+        named = tool.written_paths(args)
+    except ToolInputError:  # arguments too broken to make a path of
+        return []
+    paths = []
+    for _, path in named:
+        try:
+            paths.append(stored_path_of(path, incoming=True))
+        except InvalidPathError:
+            paths.append(path)
+    return paths
 
 
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -293,14 +368,25 @@ def _tool_definition(tool: Tool) -> types.Tool:
 
 def build_server(runner: ToolRunner) -> Server[Any]:
     """The MCP server for ``runner``'s tools; the transport is the caller's choice."""
-    listing = types.ListToolsResult(tools=[_tool_definition(tool) for tool in runner.tools.values()])
+    listings: dict[int, types.ListToolsResult] = {}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return listing
+        await runner.schemas_ready()
+        generation = runner.tools_generation
+        if generation not in listings:
+            listings.clear()
+            listings[generation] = types.ListToolsResult(tools=[_tool_definition(t) for t in runner.tools.values()])
+        return listings[generation]
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         wants_progress = params.meta is not None and params.meta.get("progress_token") is not None
-        return await runner.call(params.name, params.arguments, ctx.session.report_progress if wants_progress else None)
+        await runner.schemas_ready()
+        generation = runner.tools_generation
+        report = ctx.session.report_progress if wants_progress else None
+        result = await runner.call(params.name, params.arguments, report)
+        if runner.tools_generation != generation:  # reload_schemas changed the tools
+            await ctx.session.send_tool_list_changed()
+        return result
 
     return Server(
         "team-vault",
@@ -312,10 +398,17 @@ def build_server(runner: ToolRunner) -> Server[Any]:
 
 
 def _instructions(config: Config) -> str:
-    if not config.write_prefixes or config.read_only:
-        return INSTRUCTIONS
-    folders = ", ".join(config.write_prefixes)
-    return f"{INSTRUCTIONS}\n- Writes are limited to these folders: {folders}. Reading is possible everywhere."
+    text = INSTRUCTIONS
+    if config.schema_dir is not None:
+        text += (
+            "\n- Structured notes: list_schemas shows the kinds of notes this vault defines (recipes, people, …); "
+            "create or update one with its upsert_<name> tool, which checks every field and puts the note where "
+            "the schema says."
+        )
+    if config.write_prefixes and not config.read_only:
+        folders = ", ".join(config.write_prefixes)
+        text += f"\n- Writes are limited to these folders: {folders}. Reading is possible everywhere."
+    return text
 
 
 class _AnswersUnreadableLines:
@@ -383,11 +476,14 @@ def _unreadable_line_reply(error: Exception) -> types.JSONRPCError | None:
 
 def serve(config: Config) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin."""
-    server = build_server(ToolRunner(config))
+    runner = ToolRunner(config)
+    runner.start_schema_load()  # meanwhile the host's initialize is answered
+    server = build_server(runner)
+    options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
             read_stream = _AnswersUnreadableLines(read_stream, write_stream)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await server.run(read_stream, write_stream, options)
 
     anyio.run(main)

@@ -8,13 +8,24 @@ settled outcomes.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp import frontmatter
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output
-from teamvault_mcp.errors import EditFailedError, ToolInputError
-from teamvault_mcp.notes import expect, rewrite
+from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.errors import EditFailedError, TeamVaultError, ToolInputError
+from teamvault_mcp.notes import VERIFIED, expect, mime_type_for, rewrite, settle_content
+from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
+from teamvault_mcp.textdiff import unified_diff
+
+if TYPE_CHECKING:
+    from teamvault_mcp.client import TeamVaultClient
+
+log = logging.getLogger(__name__)
 
 
 def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -67,3 +78,150 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         done="Updated the front matter of",
         extra=extra,
     )
+
+
+# -- schema tools -----------------------------------------------------------------------------------------
+
+#: The start-up load of the schemas gets this long; the server answers tools/list by then at the latest.
+SCHEMA_LOAD_LIMIT = 5.0
+#: Schema notes read from the folder, at most (in path order).
+MAX_SCHEMA_NOTES = 100
+
+
+@dataclass(frozen=True)
+class SchemaSet:
+    """The schemas loaded from the folder, and what was wrong with the notes that did not load."""
+
+    schemas: tuple[Schema, ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()  # (schema note, problem)
+    status: str = "loading"
+
+
+class SchemaRegistry:
+    """The current :class:`SchemaSet`; replaced whole by each load, counted by ``generation``."""
+
+    def __init__(self, project_id: str, folder: str) -> None:
+        self.project_id = project_id
+        self.folder = folder
+        self.current = SchemaSet()
+        self.generation = 0
+        #: Set when the start-up load has ended, loaded or not.
+        self.started = threading.Event()
+        self._lock = threading.Lock()
+
+    def install(self, loaded: SchemaSet) -> None:
+        with self._lock:
+            self.current = loaded
+            self.generation += 1
+        for source, problem in loaded.problems:
+            log.warning("schema note %s not loaded: %s", source, problem)
+
+    def load(self, client: TeamVaultClient) -> SchemaSet:
+        """Read every schema note of the folder; a note that is not a valid schema becomes a problem."""
+        files = sorted(
+            (f for f in client.list_files(self.project_id, prefix=self.folder) if f.path.startswith(self.folder)),
+            key=lambda f: f.path,
+        )
+        notes = [f for f in files if f.path.lower().endswith(".md")]
+        problems: list[tuple[str, str]] = []
+        if len(notes) > MAX_SCHEMA_NOTES:
+            problems.append((self.folder, f"{len(notes)} notes; only the first {MAX_SCHEMA_NOTES} were read"))
+        schemas: list[Schema] = []
+        defined: dict[str, str] = {}
+        for file in notes[:MAX_SCHEMA_NOTES]:
+            if file.file_type != "TEXT":
+                problems.append((file.path, "not a text note"))
+                continue
+            text = client.download(self.project_id, file.id).decode("utf-8", errors="replace")
+            try:
+                schema = parse_schema_note(file.path, text)
+            except SchemaProblem as problem:
+                problems.append((file.path, str(problem)))
+                continue
+            if schema.name in defined:
+                problems.append(
+                    (file.path, f"schemaName {schema.name!r} is already defined by {defined[schema.name]}; ignored")
+                )
+                continue
+            defined[schema.name] = file.path
+            schemas.append(schema)
+        when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return SchemaSet(tuple(schemas), tuple(problems), f"loaded from {self.folder} at {when}")
+
+
+def list_schemas(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    registry = _registry(ctx)
+    return json_output(_schemas_result(registry, registry.current))
+
+
+def reload_schemas(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    registry = _registry(ctx)
+    before = {schema.tool_name for schema in registry.current.schemas}
+    try:
+        loaded = registry.load(ctx.client)
+    except TeamVaultError as error:
+        error.extend("The schemas loaded before stay in use.")
+        raise
+    registry.install(loaded)
+    after = {schema.tool_name for schema in loaded.schemas}
+    result = _schemas_result(registry, loaded)
+    result.update(added=sorted(after - before), removed=sorted(before - after))
+    return json_output(result)
+
+
+def _registry(ctx: ToolContext) -> SchemaRegistry:
+    if ctx.schemas is None:  # the tools exist only with TEAM_VAULT_SCHEMA_DIR
+        raise ToolInputError("No schema folder is configured (TEAM_VAULT_SCHEMA_DIR).")
+    return ctx.schemas
+
+
+def _schemas_result(registry: SchemaRegistry, loaded: SchemaSet) -> dict[str, Any]:
+    return {
+        "folder": registry.folder,
+        "status": loaded.status,
+        "schemas": [schema.summary() for schema in loaded.schemas],
+        "problems": [{"source": source, "problem": problem} for source, problem in loaded.problems],
+    }
+
+
+def upsert(schema: Schema, ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    """Create the note of ``schema`` that the fields name, or merge the given fields into its front matter."""
+    project_id = ctx.project({})  # the project the schema note is in: the configured one
+    path = schema.path_for(args)
+    if ctx.client.find_file(project_id, path) is None:
+        return _create(schema, ctx, project_id, path, schema.with_defaults(args))
+    note = ctx.note(project_id, path)
+    try:
+        original = note.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EditFailedError(f"{note.path} is not valid UTF-8 text; its fields cannot be changed safely.") from None
+    changed = frontmatter.update(original, dict(args), [], note.path)
+    after, _ = frontmatter.read(changed, note.path)
+    extra = {"action": "updated" if changed != original else "unchanged", "frontmatter": after}
+    return rewrite(ctx, project_id, note, changed, dry_run=False, edits="these fields", done="Updated", extra=extra)
+
+
+def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values: dict[str, Any]) -> ToolOutput:
+    text = frontmatter.update("", values, [], path)
+    data = text.encode("utf-8")
+    new_hash = sha256_hex(data)
+    ctx.facts.update(hashBefore=None, hashAfter=new_hash)
+    _, verified = settle_content(
+        ctx,
+        project_id,
+        path,
+        lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
+        before=None,
+        after=new_hash,
+    )
+    result: dict[str, Any] = {
+        "path": path,
+        "action": "created",
+        "contentHash": new_hash,
+        "frontmatter": frontmatter.read(text, path)[0],
+        "diff": unified_diff("", text, before="/dev/null", after=f"b/{path}"),
+    }
+    if verified:
+        result.update(verified=True, note=VERIFIED)
+    headline = f"Created {path} ({schema.name}); its contentHash is {new_hash}."
+    return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{result['diff']}", result)

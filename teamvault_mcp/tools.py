@@ -7,10 +7,11 @@ handlers live in ``notes.py`` and ``reading.py``; see ``calls.py`` for what they
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import ToolInputError
@@ -24,8 +25,9 @@ from teamvault_mcp.reading import (
     read_note,
     read_notes,
 )
+from teamvault_mcp.schemas import Schema
 from teamvault_mcp.searching import DEFAULT_FOUND, DEFAULT_HITS, find_notes, search_notes
-from teamvault_mcp.structured import read_frontmatter, update_frontmatter
+from teamvault_mcp.structured import list_schemas, read_frontmatter, reload_schemas, update_frontmatter, upsert
 
 #: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
@@ -229,6 +231,18 @@ class Param:
 Handler = Callable[[ToolContext, Mapping[str, Any]], ToolOutput]
 
 
+class ArgumentSpec(Protocol):
+    """Arguments that are not a list of :class:`Param` (a :class:`~teamvault_mcp.schemas.Schema`)."""
+
+    def json_schema(self) -> dict[str, Any]: ...
+
+    def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def paths(self, arguments: Mapping[str, Any]) -> list[tuple[str, str]]: ...
+
+    def kinds(self) -> dict[str, str]: ...
+
+
 @dataclass(frozen=True)
 class Tool:
     """One MCP tool, declared once."""
@@ -246,6 +260,10 @@ class Tool:
     takes_project: bool = True
     #: The arguments naming notes a write touches: checked against TEAM_VAULT_WRITE_PREFIXES, audited.
     path_params: tuple[str, ...] = ()
+    #: Only with TEAM_VAULT_SCHEMA_DIR (list_schemas, reload_schemas).
+    needs_schemas: bool = False
+    #: Instead of ``params``: arguments described by a schema note (the generated upsert_<name> tools).
+    spec: ArgumentSpec | None = None
     all_params: tuple[Param, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -253,6 +271,8 @@ class Tool:
         object.__setattr__(self, "all_params", self.params + extra)
 
     def input_schema(self) -> dict[str, Any]:
+        if self.spec is not None:
+            return self.spec.json_schema()
         return {
             "type": "object",
             "properties": {param.name: param.schema() for param in self.all_params},
@@ -260,9 +280,23 @@ class Tool:
             "additionalProperties": False,
         }
 
+    def written_paths(self, args: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(what, path) for each note a write with these (checked) arguments touches, as given."""
+        if self.spec is not None:
+            return self.spec.paths(args)
+        return [(name, args[name]) for name in self.path_params if isinstance(args.get(name), str)]
+
+    def argument_kinds(self) -> dict[str, str]:
+        """Each argument's kind, for reading it from a command line (``cli.py``)."""
+        if self.spec is not None:
+            return self.spec.kinds()
+        return {param.name: param.kind for param in self.all_params}
+
     def check_arguments(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """The arguments, checked against the declaration; :class:`ToolInputError` on the first problem."""
         arguments = arguments or {}
+        if self.spec is not None:
+            return self.spec.check(arguments)
         known = {param.name for param in self.all_params}
         unknown = sorted(set(arguments) - known)
         if unknown:
@@ -875,9 +909,98 @@ TOOLS: tuple[Tool, ...] = (
             {"path": _STRING, "action": {"type": "string", "enum": ["deleted"]}}, ["path", "action"]
         ),
     ),
+    Tool(
+        name="list_schemas",
+        title="List schemas",
+        description=(
+            "List the kinds of structured notes this vault defines (schema notes in TEAM_VAULT_SCHEMA_DIR): for "
+            "each, its upsert_<name> tool, description, fields with their types and which are required, and the "
+            "path template its notes follow. Also lists schema notes that are invalid, with what is wrong."
+        ),
+        params=(),
+        handler=list_schemas,
+        takes_project=False,
+        needs_schemas=True,
+        output_schema=_object_schema(
+            {
+                "folder": _STRING,
+                "status": _STRING,
+                "schemas": {"type": "array", "items": {"type": "object"}},
+                "problems": {"type": "array", "items": {"type": "object"}},
+            },
+            ["folder", "status", "schemas", "problems"],
+        ),
+    ),
+    Tool(
+        name="reload_schemas",
+        title="Reload schemas",
+        description=(
+            "Read the schema notes again after someone changed them, and replace the upsert_<name> tools with "
+            "what they now define. Returns the schemas, the problems, and which tools were added or removed."
+        ),
+        params=(),
+        handler=reload_schemas,
+        writes=True,  # changes this server's tools (it writes no note)
+        destructive=False,
+        idempotent=True,
+        takes_project=False,
+        needs_schemas=True,
+        output_schema=_object_schema(
+            {
+                "folder": _STRING,
+                "status": _STRING,
+                "schemas": {"type": "array", "items": {"type": "object"}},
+                "problems": {"type": "array", "items": {"type": "object"}},
+                "added": {"type": "array", "items": _STRING},
+                "removed": {"type": "array", "items": _STRING},
+            },
+            ["folder", "status", "schemas", "problems", "added", "removed"],
+        ),
+    ),
 )
 
 
-def tools_for(read_only: bool) -> tuple[Tool, ...]:
-    """The tools to register: in read-only mode the write tools do not exist at all."""
-    return tuple(tool for tool in TOOLS if not (read_only and tool.writes))
+def tools_for(read_only: bool, schemas: Sequence[Schema] | None = None) -> tuple[Tool, ...]:
+    """The tools to register: in read-only mode the write tools do not exist at all.
+
+    ``schemas`` is None without TEAM_VAULT_SCHEMA_DIR; otherwise each schema adds its tool.
+    """
+    static = tuple(
+        tool for tool in TOOLS if not (read_only and tool.writes) and not (tool.needs_schemas and schemas is None)
+    )
+    if read_only or not schemas:
+        return static
+    return static + tuple(schema_tool(schema) for schema in schemas)
+
+
+def schema_tool(schema: Schema) -> Tool:
+    """The ``upsert_<name>`` tool of a schema note."""
+    where = schema.path_template
+    return Tool(
+        name=schema.tool_name,
+        title=f"Create or update {schema.name}",
+        description=(
+            f"{schema.description.rstrip('.') + '. ' if schema.description else ''}"
+            f"Creates the {schema.name} note at {where} (from the fields; {schema.identifier_field} identifies "
+            f"it), or, when it exists, writes the given fields into its front matter and leaves the rest of the "
+            f"note as it is. Every field is checked against the schema note {schema.source}."
+        ),
+        params=(),
+        handler=functools.partial(upsert, schema),
+        writes=True,
+        destructive=True,  # replaces field values (the server keeps the old content as a version)
+        idempotent=True,  # the same fields again leave the same note
+        takes_project=False,  # the schema's notes live in the project the schema note is in
+        spec=schema,
+        output_schema=_object_schema(
+            {
+                "path": _STRING,
+                "action": {"type": "string", "enum": ["created", "updated", "unchanged"]},
+                "contentHash": _STRING,
+                "frontmatter": {"type": "object"},
+                "diff": _STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "action", "contentHash", "frontmatter"],
+        ),
+    )
