@@ -36,7 +36,7 @@ from teamvault_mcp.errors import ConfigError, HTTPStatusError, TeamVaultError, U
 from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock
 
 #: The checks, in the order they run and are reported.
-CHECKS = ("config", "dns", "tcp", "tls", "key", "project", "latency", "write", "idempotency")
+CHECKS = ("config", "dns", "tcp", "tls", "key", "project", "latency", "write", "idempotency", "schemas")
 MARKS = {"pass": "✓", "fail": "✗", "warn": "!", "unknown": "?", "skip": "–"}
 #: Roles whose holders can change notes (the Team Vault server's editor roles).
 WRITE_ROLES = frozenset({"OWNER", "ADMIN", "EDITOR"})
@@ -89,6 +89,7 @@ class Doctor:
             project = self._project(config, client)
             self._latency(client)
         self._write_and_idempotency(config, project)
+        self._schemas(config, project)
         return self.checks
 
     @property
@@ -389,6 +390,36 @@ class Doctor:
             shown = f"role {project.role!r} is not one this check knows" if project.role else "no role reported"
             write = self._add("write", "unknown", f"unknown: {shown} (the idempotency probe below may tell)")
         self._probe(config, project, write)
+
+    def _schemas(self, config: Config, project: Project | None) -> None:
+        if config.schema_dir is None:
+            self._add("schemas", "skip", "skipped: TEAM_VAULT_SCHEMA_DIR is not set (no schema tools)")
+            return
+        if project is None:
+            self._add("schemas", "skip", "skipped: no readable default project")
+            return
+        from teamvault_mcp.structured import SchemaRegistry
+
+        registry = SchemaRegistry(project.id, config.schema_dir)
+        with self._client(config) as client:
+            try:
+                loaded = registry.load(client)
+            except TeamVaultError as error:
+                self._add("schemas", "warn", f"the schema notes in {config.schema_dir} could not be read: {error}")
+                return
+        tools = ", ".join(schema.tool_name for schema in loaded.schemas) or "none"
+        detail = f"{len(loaded.schemas)} in {config.schema_dir} ({tools})"
+        if not loaded.problems:
+            self._add("schemas", "pass" if loaded.schemas else "warn", detail)
+            return
+        first_source, first_problem = loaded.problems[0]
+        more = f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else ""
+        self._add(
+            "schemas",
+            "warn",
+            f"{detail}; {len(loaded.problems)} note(s) not loaded: {first_source}: {first_problem}{more}",
+            "fix those schema notes; list_schemas (or teamvault-mcp call list_schemas) shows every problem",
+        )
 
     @contextmanager
     def _client(self, config: Config) -> Iterator[Any]:

@@ -66,7 +66,11 @@ def test_a_healthy_setup_passes_every_check(vault: LocalVault) -> None:
     seed(vault, "notes/a.md")
     checks, ok = run(env_for(vault))
     assert ok
-    assert {name: check.status for name, check in checks.items()} == dict.fromkeys(CHECKS, "pass")
+    assert {name: check.status for name, check in checks.items()} == {
+        **dict.fromkeys(CHECKS, "pass"),
+        "schemas": "skip",
+    }
+    assert checks["schemas"].detail == "skipped: TEAM_VAULT_SCHEMA_DIR is not set (no schema tools)"
     assert checks["key"].detail == "accepted for local@teamvault.invalid (Local user)"
     assert checks["project"].detail == f'{vault.project_id} "Local vault": readable, 1 file'
     assert checks["write"].detail == "yes: role OWNER in the project"
@@ -320,3 +324,24 @@ def test_a_trusted_certificate_and_its_expiry(tls_listener: TlsListener, monkeyp
     assert checks["tls"].detail.startswith("TLSv1.") and "certificate valid until 2126-" in checks["tls"].detail
     checks, _ = run(environ, now=lambda: datetime(2126, 11, 1, tzinfo=UTC))
     assert checks["tls"].status == "warn" and checks["tls"].hint == "renew the server's certificate soon"
+
+
+SCHEMA = """```yaml schema
+metadata: {schemaName: person, identifierField: slug, pathTemplate: 'People/${slug}.md', pathComponents: [slug]}
+fields: {slug: {type: string}}
+```
+"""
+
+
+def test_schema_notes_are_checked_when_configured(vault: LocalVault) -> None:
+    seed(vault, "schemas/person.md", SCHEMA.encode())
+    checks, ok = run(env_for(vault, SCHEMA_DIR="schemas/"))
+    assert ok and (checks["schemas"].status, checks["schemas"].detail) == ("pass", "1 in schemas/ (upsert_person)")
+    seed(vault, "schemas/broken.md", b"# no block here\n")
+    checks, ok = run(env_for(vault, SCHEMA_DIR="schemas/"))
+    assert ok  # the server runs with the valid ones
+    assert checks["schemas"].status == "warn"
+    assert checks["schemas"].detail.startswith(
+        "1 in schemas/ (upsert_person); 1 note(s) not loaded: schemas/broken.md:"
+    )
+    assert "list_schemas" in (checks["schemas"].hint or "")
