@@ -211,3 +211,27 @@ def test_ctrl_c_cancels_the_call_in_flight(vault: LocalVault) -> None:
     assert "teamvault-mcp call: interrupted; the call was cancelled" in err
     assert vault.faults.hang_ended and vault.faults.hang_ended[0] - interrupted_at < 2.0
     assert [path for method, path in vault.faults.seen if method == "GET"].count(vault.faults.seen[-1][1]) == 1
+
+
+SCHEMA = """```yaml schema
+metadata: {schemaName: task, identifierField: slug, pathTemplate: 'Tasks/${slug}.md', pathComponents: [slug]}
+fields:
+  slug: {type: string}
+  points: {type: integer, minimum: 1}
+  done: {type: boolean, default: false}
+  labels: {type: array, items: {type: string}, optional: true}
+```
+"""
+
+
+def test_schema_tools_and_front_matter_from_the_shell(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
+    environ = env_for(vault, SCHEMA_DIR="schemas/")
+    call(capsys, environ, "write_note", "path=schemas/task.md", f"content={SCHEMA}")
+    code, out, _ = call(capsys, environ, "upsert_task", "slug=ship", "points=3", "done=true", 'labels=["q4"]')
+    assert code == 0 and out.startswith("Created Tasks/ship.md (task)")
+    code, out, _ = call(capsys, environ, "update_frontmatter", "path=Tasks/ship.md", 'set={"points": 5}')
+    assert code == 0
+    code, out, _ = call(capsys, environ, "read_frontmatter", "path=Tasks/ship.md")
+    assert json.loads(out)["frontmatter"] == {"slug": "ship", "points": 5, "done": True, "labels": ["q4"]}
+    code, out, _ = call(capsys, environ, "upsert_task", "slug=ship", "points=none")
+    assert code == 1 and out == "Field 'points' must be a whole number of at least 1, got 'none'.\n"
