@@ -101,6 +101,8 @@ def update(text: str, changes: Mapping[str, Any], remove: Sequence[str], path: s
         if not changes:
             return text
         block = _entries(changes, newline, sequence_at_column_0=False)
+        if _read_back(block) != _applied({}, changes, ()):
+            raise FrontMatterError(f"These fields cannot be written as front matter of {path} faithfully.")
         head = BOM if text.startswith(BOM) else ""
         return f"{head}---{newline}{block}---{newline}{text[len(head) :]}"
     data = _load(parts.yaml, path)

@@ -343,3 +343,74 @@ async def test_invalid_yaml_in_the_vault_is_named_and_left_alone(session: Sessio
     text, is_error, _ = await session.call("update_frontmatter", path="n.md", set={"a": 1})
     assert is_error and "Invalid front matter in n.md" in text
     assert session.operations() == ["CREATE"]
+
+
+# -- many values, checked by reading back -----------------------------------------------------------------
+
+AWKWARD_TEXTS = [
+    "",
+    " leading space",
+    "trailing space ",
+    "a: b",
+    "# not a comment",
+    "- not a list",
+    "'quoted'",
+    '"double"',
+    "null",
+    "~",
+    "yes",
+    "NO",
+    "1e3",
+    "0x10",
+    "2024-01-05",
+    "2024-13-45",
+    "12:30",
+    "@at",
+    "`tick`",
+    "{curly}",
+    "[square]",
+    "ünïcödé ✓",
+    "tab\tinside",
+    "two\nlines",
+    "ends with newline\n",
+    "\nstarts with newline",
+    "  indented\n  block\n",
+    "*star",
+    "&amp",
+    "!bang",
+    "%percent",
+    "| pipe",
+    "> fold",
+]
+AWKWARD_VALUES: list[Any] = [
+    *AWKWARD_TEXTS,
+    0,
+    -7,
+    3.5,
+    True,
+    False,
+    None,
+    [],
+    {},
+    ["a", 1, None],
+    {"nested": {"deeper": ["x", {"y": "z"}]}},
+    [[1, 2], [3]],
+]
+
+
+def test_any_json_value_reads_back_as_written_and_other_lines_stay() -> None:
+    import random
+
+    chooser = random.Random(20261130)
+    base = "---\nkeep: this line stays   # with its comment\nother: [1, 2]\n---\nbody\n"
+    for _ in range(400):
+        changes = {f"k{index}": chooser.choice(AWKWARD_VALUES) for index in range(chooser.randint(1, 4))}
+        if chooser.random() < 0.3:
+            changes["other"] = chooser.choice(AWKWARD_VALUES)
+        changed = update(base, changes)
+        expected = {"keep": "this line stays", "other": [1, 2], **changes}
+        assert read(changed) == expected, (changes, changed)
+        assert "keep: this line stays   # with its comment\n" in changed
+        assert body_of(changed) == "body\n"
+        fresh = update("body\n", changes)
+        assert read(fresh) == changes, (changes, fresh)
