@@ -69,11 +69,26 @@ class ToolContext:
         return stored, file
 
     def note(self, project_id: str, path: str) -> Note:
-        """The text note at ``path`` (not an image), downloaded."""
+        """The text note at ``path`` (not an image): its bytes from the content cache when it holds the
+        ``contentHash`` the path resolved to, downloaded (and cached) otherwise. One request for an
+        unchanged note, two for a changed or unseen one."""
         stored, file = self.existing(project_id, path)
         if file.file_type != "TEXT":
             raise NotTextError(stored, file.mime_type or file.file_type)
-        return Note(stored, file, self.client.download(project_id, file.id))
+        cache = self.cache_for(project_id) if self.cache_for is not None else None
+        if cache is not None and file.content_hash:
+            data = cache.get(file.content_hash)
+            if data is not None:
+                return Note(stored, file, data)
+        data = self.client.download(project_id, file.id)
+        self.remember(project_id, data)
+        return Note(stored, file, data)
+
+    def remember(self, project_id: str, data: bytes) -> None:
+        """Keep a note's bytes in the content cache (a read or a write just saw them)."""
+        cache = self.cache_for(project_id) if self.cache_for is not None else None
+        if cache is not None:
+            cache.put(sha256_hex(data), data)
 
 
 @dataclass(frozen=True)

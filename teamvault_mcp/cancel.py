@@ -23,22 +23,36 @@ from typing import Any
 
 
 class AttemptGuard:
-    """The connections one HTTP attempt uses, so another thread can shut them down."""
+    """The connections one HTTP attempt uses, so another thread can shut them down.
+
+    Connections come from a pool shared by all calls. One that goes back to the pool is
+    first :meth:`released` from its guard, under the guard's lock: from then on a stop
+    cannot reach it, and a connection whose attempt was stopped never goes back.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._connections: set[Any] = set()
         self._finished = False
         self.stopped_because: str | None = None  # "cancelled" or "expired"
+        #: Whether the connection registered last had served a request before (came from the pool).
+        self.reused_connection = False
 
-    def register(self, connection: Any) -> None:
+    def register(self, connection: Any, *, reused: bool = False) -> None:
         with self._lock:
             if self._finished:
                 return
             self._connections.add(connection)
+            self.reused_connection = reused
             stopped = self.stopped_because is not None
         if stopped:
             _shut(connection)
+
+    def release(self, connection: Any) -> bool:
+        """``connection`` leaves this attempt for the pool: True if it may be reused, False if it was stopped."""
+        with self._lock:
+            self._connections.discard(connection)
+            return self.stopped_because is None
 
     def stop(self, reason: str) -> None:
         with self._lock:

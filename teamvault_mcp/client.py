@@ -1,9 +1,9 @@
 """TeamVaultClient: one method per Team Vault REST endpoint, for one tool call.
 
-A client lives exactly as long as one tool call: it owns the call's HTTP session,
-its budget, its cancel token and its Idempotency-Key (one UUID for every write
-request of the call, identical on every attempt). Each request runs through the
-retry loop. HTTP answers become values or :mod:`teamvault_mcp.errors`; the
+A client lives exactly as long as one tool call: it holds the call's budget, its
+cancel token and its Idempotency-Key (one UUID for every write request of the call,
+identical on every attempt); its connections come from the server's shared keep-alive
+pool. Each request runs through the retry loop. HTTP answers become values or :mod:`teamvault_mcp.errors`; the
 endpoints and shapes are those of teamvault-api.md §3, §4 and §9.
 """
 
@@ -24,7 +24,7 @@ from teamvault_mcp.errors import (
     TeamVaultError,
     UnexpectedAnswerError,
 )
-from teamvault_mcp.http import Answer, HttpSession
+from teamvault_mcp.http import Answer, HttpPool, HttpSession
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,7 @@ class TeamVaultClient:
         token: CancelToken,
         clock: Clock,
         policy: RetryPolicy,
+        pool: HttpPool | None = None,
     ) -> None:
         self._base_url = base_url
         self._api_key = api_key
@@ -83,7 +84,9 @@ class TeamVaultClient:
         self._token = token
         self._clock = clock
         self._policy = policy
-        self._http = HttpSession(token, base_url)
+        self._own_pool = pool is None  # without a shared pool, the client keeps (and closes) its own
+        self._pool = pool if pool is not None else HttpPool(base_url)
+        self._http = HttpSession(token, self._pool)
         self.idempotency_key = str(uuid.uuid4())
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False
@@ -91,7 +94,7 @@ class TeamVaultClient:
         self.write_attempts = 0
 
     def fork(self) -> TeamVaultClient:
-        """A client for another thread of the same call: same budget, cancel token and key; its own session."""
+        """A client for another thread of the same call: same budget, cancel token, key and connection pool."""
         twin = TeamVaultClient(
             self._base_url,
             self._api_key,
@@ -99,6 +102,7 @@ class TeamVaultClient:
             token=self._token,
             clock=self._clock,
             policy=self._policy,
+            pool=self._pool,
         )
         twin.idempotency_key = self.idempotency_key
         return twin
@@ -107,7 +111,8 @@ class TeamVaultClient:
         return f"TeamVaultClient({self._base_url!r})"
 
     def close(self) -> None:
-        self._http.close()
+        if self._own_pool:
+            self._pool.close()
 
     # -- endpoints -------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ turns them into tool results. Nothing else translates errors.
     │   └── KeyInUseError           409 ``idempotency_key_in_use``: retried until the budget ends
     ├── UnexpectedAnswerError       a 2xx answer we cannot read (not JSON, wrong shape)
     ├── NetworkError                no answer: DNS, connect, reset, broken body
+    │   ├── StaleConnectionError    a pooled connection the server had closed: sent again at once, uncounted
     │   └── AttemptTimeoutError     no complete answer within the attempt's limit
     ├── ConflictError               ``expectedHash`` differs from the note's current hash
     ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
@@ -183,6 +184,18 @@ class NetworkError(TeamVaultError):
         self.api_path = api_path
         self.uncertain = sent
         super().__init__(f"Network error on {method} {api_path}: {detail}")
+
+
+class StaleConnectionError(NetworkError):
+    """A pooled keep-alive connection failed before any answer: most likely the server had closed it.
+
+    The retry loop sends the request again at once, without counting an attempt. The
+    request may still have reached the server (a server that applies a write and then
+    drops the connection looks the same), so it stays uncertain like any network error.
+    """
+
+    def __init__(self, method: str, api_path: str) -> None:
+        super().__init__(method, api_path, "the server closed a kept-alive connection without answering")
 
 
 class AttemptTimeoutError(NetworkError):

@@ -84,7 +84,7 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         note.path,
         lambda: ctx.client.replace_content(project_id, file.id, data),
         before=note.content_hash,
-        after=restored_hash,
+        data=data,
     )
     result["action"] = "restored"
     if verified:

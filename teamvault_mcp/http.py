@@ -1,4 +1,4 @@
-"""One HTTP attempt: a per-call ``requests`` session whose sockets can be shut from another thread.
+"""One HTTP attempt, on a keep-alive pool shared by all calls, whose sockets can be shut from another thread.
 
 Two things can end an attempt from outside the worker thread that is blocked in
 ``requests``: the host cancels the tool call, or the attempt's time limit runs out.
@@ -20,6 +20,7 @@ import logging
 import socket
 import ssl
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.client import HTTPException, IncompleteRead, RemoteDisconnected
@@ -32,13 +33,23 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from teamvault_mcp import __version__
 from teamvault_mcp.cancel import AttemptGuard, CancelToken, stop_when_expired
-from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError, TeamVaultError
+from teamvault_mcp.errors import (
+    AttemptTimeoutError,
+    CallCancelledError,
+    NetworkError,
+    StaleConnectionError,
+    TeamVaultError,
+)
 
 log = logging.getLogger(__name__)
 
 #: The uninterruptible part of an attempt (TCP connect, TLS handshake) gets at most this long.
 CONNECT_TIMEOUT = 5.0
+DEFAULT_HEADERS = {"User-Agent": f"teamvault-mcp/{__version__}", "Accept-Encoding": "gzip, deflate"}
+#: Idle keep-alive connections kept per server (more may be open at once; extra ones are closed after use).
+POOL_SIZE = 16
 
 _running = threading.local()  # .attempt: the AttemptGuard running on this thread, if any
 
@@ -57,7 +68,12 @@ class Answer:
 
 
 class _TrackedConnectionMixin:
-    """Registers the connection with the attempt running on this thread."""
+    """Registers the connection with the attempt running on this thread, and counts its requests."""
+
+    #: The attempt using the connection now; None while it waits in the pool.
+    teamvault_guard: AttemptGuard | None = None
+    #: Requests it has answered completely (0: a new connection).
+    teamvault_served = 0
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]
@@ -71,7 +87,8 @@ class _TrackedConnectionMixin:
 def _register(connection: Any) -> None:
     attempt: AttemptGuard | None = getattr(_running, "attempt", None)
     if attempt is not None:
-        attempt.register(connection)
+        connection.teamvault_guard = attempt
+        attempt.register(connection, reused=connection.teamvault_served > 0)
 
 
 class _HTTPConnection(_TrackedConnectionMixin, urllib3.connection.HTTPConnection):
@@ -82,11 +99,30 @@ class _HTTPSConnection(_TrackedConnectionMixin, urllib3.connection.HTTPSConnecti
     pass
 
 
-class _HTTPConnectionPool(urllib3.connectionpool.HTTPConnectionPool):
+class _GuardedPoolMixin:
+    """A pool that takes a connection back only from an attempt that was not stopped.
+
+    The connection is released from its attempt first (under the attempt's lock), so a
+    cancel or an expiry that comes later can never shut a connection another call has
+    taken from the pool by then; one that came earlier has shut it, and it is dropped.
+    """
+
+    def _put_conn(self, conn: Any) -> None:
+        if conn is not None:
+            guard, conn.teamvault_guard = conn.teamvault_guard, None
+            if guard is not None and not guard.release(conn):
+                conn.close()
+                conn = None
+            else:
+                conn.teamvault_served += 1
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
+class _HTTPConnectionPool(_GuardedPoolMixin, urllib3.connectionpool.HTTPConnectionPool):
     ConnectionCls = _HTTPConnection
 
 
-class _HTTPSConnectionPool(urllib3.connectionpool.HTTPSConnectionPool):
+class _HTTPSConnectionPool(_GuardedPoolMixin, urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _HTTPSConnection
 
 
@@ -120,22 +156,43 @@ def environment_settings(base_url: str) -> tuple[dict[str, str], Any]:
     return dict(settings["proxies"]), settings["verify"]
 
 
-class HttpSession:
-    """One tool call's HTTP: a ``requests`` session whose attempts obey the call's :class:`CancelToken`."""
+class HttpPool:
+    """The keep-alive connections to one server, shared by every tool call (and closed with the server).
 
-    def __init__(self, token: CancelToken, base_url: str) -> None:
-        self._token = token
-        self._session = requests.Session()
-        self._session.trust_env = False  # looked up once instead; and no ~/.netrc credentials
-        proxies, verify = environment_settings(base_url)
-        self._session.proxies = dict(proxies)
-        self._session.verify = verify
-        self._adapter = _CancellableAdapter()
-        self._session.mount("http://", self._adapter)
-        self._session.mount("https://", self._adapter)
+    Bounded: at most :data:`POOL_SIZE` idle connections are kept; a call that finds none
+    idle opens a new one. Requests go straight to the adapter, without a ``requests``
+    session: no cookies are kept between calls, and no per-request environment lookup.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.proxies, self.verify = environment_settings(base_url)
+        self.adapter = _CancellableAdapter(pool_connections=2, pool_maxsize=POOL_SIZE)
+        _open_pools.add(self)
+
+    def drop_idle(self) -> None:
+        """Close the idle connections; connections in use are closed when their request ends."""
+        self.adapter.poolmanager.clear()
 
     def close(self) -> None:
-        self._session.close()
+        self.adapter.close()
+        _open_pools.discard(self)
+
+
+_open_pools: weakref.WeakSet[HttpPool] = weakref.WeakSet()
+
+
+def close_all_pools() -> None:
+    """Close every pool's idle connections (for tests: each test's servers go away with it)."""
+    for pool in list(_open_pools):
+        pool.close()
+
+
+class HttpSession:
+    """One tool call's HTTP: attempts on the shared pool that obey the call's :class:`CancelToken`."""
+
+    def __init__(self, token: CancelToken, pool: HttpPool) -> None:
+        self._token = token
+        self._pool = pool
 
     def send(
         self,
@@ -149,40 +206,53 @@ class HttpSession:
         data: Any = None,
         files: Any = None,
     ) -> Answer:
-        """Make one attempt that ends within ``limit`` seconds, whatever the server does."""
+        """Make one attempt that ends within ``limit`` seconds, whatever the server does.
+
+        A request that fails on a pooled connection before any answer — most likely the
+        server closed it while it was idle — raises :class:`StaleConnectionError`, which the
+        retry loop sends again at once on a new connection; the other idle ones are dropped.
+        """
         if self._token.cancelled:
             raise CallCancelledError()
+        all_headers = {**DEFAULT_HEADERS, **headers}
+        prepared = requests.Request(method, url, headers=all_headers, params=params, data=data, files=files).prepare()
         attempt = AttemptGuard()
         self._token.attach(attempt)
         _running.attempt = attempt
         stop_when_expired(attempt, limit)
+        answered = False  # a status line arrived
         try:
-            response = self._session.request(
-                method,
-                url,
-                headers=dict(headers),
-                params=params,
-                data=data,
-                files=files,
+            response = self._pool.adapter.send(
+                prepared,
+                stream=True,  # the body is read below, within the attempt
                 timeout=(min(limit, CONNECT_TIMEOUT), limit),
-                allow_redirects=False,  # a redirect would carry X-API-Key to wherever it points
+                verify=self._pool.verify,
+                proxies=self._pool.proxies,
             )
+            answered = True
+            # The adapter never follows a redirect (one would carry X-API-Key elsewhere).
             return Answer(response.status_code, CaseInsensitiveDict(response.headers), response.content)
         except requests.RequestException as exc:
-            raise self._translate(exc, attempt, method, api_path, limit) from exc
+            raise self._translate(exc, attempt, method, api_path, limit, answered) from exc
         finally:
             attempt.finish()
             _running.attempt = None
             self._token.detach(attempt)
-            if attempt.stopped_because is not None:
-                # A shut-down socket must never be handed out again, not even within this call.
-                self._adapter.poolmanager.clear()
 
     def _translate(
-        self, exc: requests.RequestException, attempt: AttemptGuard, method: str, api_path: str, limit: float
+        self,
+        exc: requests.RequestException,
+        attempt: AttemptGuard,
+        method: str,
+        api_path: str,
+        limit: float,
+        answered: bool,
     ) -> TeamVaultError:
         if self._token.cancelled or attempt.stopped_because == "cancelled":
             return CallCancelledError()
+        if not answered and _stale_connection(exc, attempt):
+            self._pool.drop_idle()  # opened about when this one was: likely closed by the server too
+            return StaleConnectionError(method, api_path)
         if _never_connected(exc):  # nothing reached the server: a definite failure, even for a write
             return NetworkError(method, api_path, describe_failure(exc), sent=False)
         if attempt.stopped_because == "expired" or isinstance(exc, requests.Timeout):
@@ -196,6 +266,13 @@ _NOT_CONNECTED = (
     urllib3.exceptions.ConnectTimeoutError,
     requests.exceptions.ConnectTimeout,
 )
+
+
+def _stale_connection(exc: BaseException, attempt: AttemptGuard) -> bool:
+    """A reused connection the server had closed: it failed before any answer, and not by our stop."""
+    if attempt.stopped_because is not None or not attempt.reused_connection:
+        return False
+    return any(isinstance(cause, RemoteDisconnected | ConnectionResetError | BrokenPipeError) for cause in _causes(exc))
 
 
 def _never_connected(exc: BaseException) -> bool:

@@ -91,7 +91,7 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             return ctx.client.create_file(project_id, path, data, mime_type_for(path))
 
     ctx.facts.update(hashBefore=before, hashAfter=new_hash)
-    written, verified = settle_content(ctx, project_id, path, write, before=before, after=new_hash)
+    written, verified = settle_content(ctx, project_id, path, write, before=before, data=data)
     size = written.size if written.size is not None else len(data)
     return _result({"path": written.path, "action": action, "size": size, "contentHash": new_hash}, verified)
 
@@ -158,9 +158,7 @@ def rewrite(
     def write() -> VaultFile:
         return ctx.client.replace_content(project_id, file.id, data)
 
-    _, verified = settle_content(
-        ctx, project_id, note.path, write, before=note.content_hash, after=result["contentHash"]
-    )
+    _, verified = settle_content(ctx, project_id, note.path, write, before=note.content_hash, data=data)
     if verified:
         result.update(verified=True, note=VERIFIED)
     headline = f"{done} {note.path}; its contentHash is now {result['contentHash']}."
@@ -270,11 +268,15 @@ def settle_content(
     write: Callable[[], VaultFile],
     *,
     before: str | None,
-    after: str,
+    data: bytes,
 ) -> tuple[VaultFile, bool]:
-    """Run a content write; on an unanswered one, look at the note once. Returns (file, verified)."""
+    """Run a write of ``data``; on an unanswered one, look at the note once. Returns (file, verified).
+
+    The bytes written go to the content cache, so the next read of the note is one request.
+    """
+    after = sha256_hex(data)
     try:
-        return write(), False
+        written = write()
     except TeamVaultError as error:
         found = settle(
             error,
@@ -285,7 +287,10 @@ def settle_content(
         )
         assert found is not None
         ctx.facts["verified"] = True
+        ctx.remember(project_id, data)
         return found, True
+    ctx.remember(project_id, data)
+    return written, False
 
 
 def settle(

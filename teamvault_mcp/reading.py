@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -182,7 +183,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     def read_one(raw: str) -> dict[str, Any]:
         client = ctx.client.fork()  # a requests session serves one thread
         try:
-            note = ToolContext(client, ctx.default_project_id).note(project_id, raw)
+            note = dataclasses.replace(ctx, client=client).note(project_id, raw)
         except CallCancelledError:
             raise
         except TeamVaultError as error:

@@ -25,6 +25,7 @@ from teamvault_mcp.errors import (
     HTTPStatusError,
     KeyInUseError,
     OutOfTimeError,
+    StaleConnectionError,
     TeamVaultError,
 )
 
@@ -151,6 +152,7 @@ def run_with_retries(
     """
     counted_failures = 0
     attempts = 0
+    stale_resent = False  # a stale pooled connection is given one free, immediate resend
     earlier_uncertain = False
     pending = False  # some attempt may still be running on the server
     last: TeamVaultError | None = None
@@ -173,6 +175,11 @@ def run_with_retries(
             pending = pending or _may_still_run(error)
             last = error
             last.pending = pending
+        if isinstance(last, StaleConnectionError) and not stale_resent:
+            stale_resent = True
+            attempts -= 1  # not an attempt of its own: the request never got a fair chance
+            log.debug("%s %s: %s; sending again at once", *what, last)
+            continue
         if isinstance(last, KeyInUseError):
             pause = policy.key_in_use_pause_for(last.retry_after, clock.random())
         elif last.retryable and counted_failures + 1 < policy.max_attempts:

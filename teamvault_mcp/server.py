@@ -87,6 +87,7 @@ class ToolRunner:
         self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
         self._tools: tuple[int, dict[str, Tool]] = (-1, {})
         self._schema_loader: threading.Thread | None = None
+        self._pool: Any = None  # the HttpPool, made by the first call (it loads `requests`)
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self._caches: dict[str, ContentCache] = {}
         self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
@@ -104,6 +105,22 @@ class ToolRunner:
             tools = {tool.name: tool for tool in tools_for(self.config.read_only, schemas)}
             self._tools = (generation, tools)
         return tools
+
+    def http_pool(self) -> Any:
+        """The keep-alive connections to the server, shared by all calls of this runner."""
+        from teamvault_mcp.http import HttpPool
+
+        with self._active_lock:
+            if self._pool is None:
+                self._pool = HttpPool(self.config.base_url)
+            return self._pool
+
+    def close(self) -> None:
+        """Close the idle pooled connections (the server is going away)."""
+        with self._active_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     @property
     def tools_generation(self) -> int:
@@ -125,6 +142,7 @@ class ToolRunner:
                 token=CancelToken(),
                 clock=self.clock,
                 policy=self.policy,
+                pool=self.http_pool(),
             )
             try:
                 registry.install(registry.load(client))
@@ -247,6 +265,7 @@ class ToolRunner:
             token=token,
             clock=self.clock,
             policy=self.policy,
+            pool=self.http_pool(),
         )
         context = ToolContext(
             client,
@@ -486,4 +505,7 @@ def serve(config: Config) -> None:
             read_stream = _AnswersUnreadableLines(read_stream, write_stream)
             await server.run(read_stream, write_stream, options)
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        runner.close()

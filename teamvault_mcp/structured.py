@@ -212,7 +212,7 @@ def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values
         path,
         lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
         before=None,
-        after=new_hash,
+        data=data,
     )
     result: dict[str, Any] = {
         "path": path,

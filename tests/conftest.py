@@ -63,6 +63,15 @@ class FakeClock:
 
 
 @pytest.fixture(autouse=True)
+def _close_http_pools() -> Iterator[None]:
+    """Pooled keep-alive connections outlive a call; they are closed when the test ends."""
+    yield
+    from teamvault_mcp.http import close_all_pools
+
+    close_all_pools()
+
+
+@pytest.fixture(autouse=True)
 def _restore_logging() -> Iterator[None]:
     """``cli.main`` run in-process configures the package's logger; later tests get it back as it was."""
     ours = logging.getLogger("teamvault_mcp")

@@ -143,10 +143,10 @@ async def test_a_retried_write_answered_by_replay_is_replayed(session: Session) 
 
 async def test_a_write_settled_by_a_check_is_applied_and_verified(session: Session) -> None:
     await session.ok("write_note", path="a.md", content="before\n")
-    session.vault.faults.add("PUT", FILE, Fault.apply_then_close(), times=3)
+    session.vault.faults.add("PUT", FILE, Fault.apply_then_close(), times=4)  # 3 attempts + the free resend
     await session.ok("write_note", path="a.md", content="after\n")
     line = session.last()
-    assert (line["outcome"], line["attempts"], line["verified"]) == ("applied", 3, True)
+    assert (line["outcome"], line["attempts"], line["verified"]) == ("applied", 4, True)  # every send counts
 
 
 async def test_a_conflict_is_failed_with_no_attempt(session: Session) -> None:
@@ -176,7 +176,7 @@ async def test_a_write_of_unknown_outcome_is_uncertain(session: Session) -> None
     _, is_error = await session.call("write_note", path="a.md", content="mine\n")
     assert is_error
     line = session.last()
-    assert (line["outcome"], line["attempts"], line["error"]) == ("uncertain", 3, "NetworkError")
+    assert (line["outcome"], line["attempts"], line["error"]) == ("uncertain", 4, "NetworkError")
 
 
 async def test_a_dry_run_and_an_edit_that_changes_nothing_are_noop(session: Session) -> None:

@@ -164,7 +164,8 @@ async def test_apply_then_close_is_retried_and_replayed_applied_exactly_once(
 
 
 async def test_an_unanswered_write_found_unchanged_is_a_clean_failure(vault: LocalVault) -> None:
-    vault.faults.add("PUT", FILE, Fault.close_before(), times=2)
+    # Three closes: the first one, on a kept-alive connection, gets a free resend; then two attempts.
+    vault.faults.add("PUT", FILE, Fault.close_before(), times=3)
     # A 5 s budget leaves room for two attempts and the 1 s pause, not for the 3 s one; then a look.
     async with mcp_over_stdio([], vault_env(vault, TEAM_VAULT_CALL_BUDGET="5")) as client:
         await call(client, "write_note", path="n.md", content="before\n")

@@ -10,7 +10,7 @@ from loopback import drip, hang, json_answer, loopback_server
 
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError
-from teamvault_mcp.http import HttpSession
+from teamvault_mcp.http import HttpPool, HttpSession
 
 LOCAL = "http://127.0.0.1"
 
@@ -28,12 +28,11 @@ def cancel_after(token: CancelToken, seconds: float) -> threading.Thread:
 def test_a_server_dripping_bytes_cannot_hold_an_attempt_past_its_limit() -> None:
     with loopback_server() as server:
         server.route("GET", "/drip", drip(interval=0.05))
-        session = HttpSession(CancelToken(), LOCAL)
+        session = HttpSession(CancelToken(), HttpPool(LOCAL))
         started = time.monotonic()
         with pytest.raises(AttemptTimeoutError) as caught:
             send(session, server.url + "/drip", limit=0.6)
         elapsed = time.monotonic() - started
-        session.close()
     # Every byte arrives well within any per-read timeout; only a whole-attempt limit stops it.
     assert 0.55 <= elapsed < 1.5
     assert "timed out" in str(caught.value)
@@ -42,25 +41,23 @@ def test_a_server_dripping_bytes_cannot_hold_an_attempt_past_its_limit() -> None
 def test_waiting_for_headers_is_bounded_by_the_attempt_limit() -> None:
     with loopback_server() as server:
         server.route("GET", "/hang", hang())
-        session = HttpSession(CancelToken(), LOCAL)
+        session = HttpSession(CancelToken(), HttpPool(LOCAL))
         started = time.monotonic()
         with pytest.raises(AttemptTimeoutError):
             send(session, server.url + "/hang", limit=0.5)
         assert time.monotonic() - started < 1.5
-        session.close()
 
 
 def test_cancel_shuts_the_socket_while_waiting_for_headers() -> None:
     with loopback_server() as server:
         server.route("GET", "/hang", hang())
         token = CancelToken()
-        session = HttpSession(token, LOCAL)
+        session = HttpSession(token, HttpPool(LOCAL))
         cancel_after(token, 0.2)
         started = time.monotonic()
         with pytest.raises(CallCancelledError):
             send(session, server.url + "/hang")
         returned = time.monotonic()
-        session.close()
         assert returned - started < 1.0  # not the 10 s the server would take
         exchange = server.requests_to("GET", "/hang")[0]
         for _ in range(100):  # the server notices the closed socket within its 10 ms poll
@@ -74,13 +71,12 @@ def test_cancel_shuts_the_socket_while_reading_the_body() -> None:
     with loopback_server() as server:
         server.route("GET", "/drip", drip(interval=0.05))
         token = CancelToken()
-        session = HttpSession(token, LOCAL)
+        session = HttpSession(token, HttpPool(LOCAL))
         cancel_after(token, 0.2)
         started = time.monotonic()
         with pytest.raises(CallCancelledError):
             send(session, server.url + "/drip")
         assert time.monotonic() - started < 1.0
-        session.close()
 
 
 def test_an_attempt_after_cancel_never_touches_the_network() -> None:
@@ -88,10 +84,9 @@ def test_an_attempt_after_cancel_never_touches_the_network() -> None:
         server.route("GET", "/ok", json_answer(200, {}))
         token = CancelToken()
         token.cancel()
-        session = HttpSession(token, LOCAL)
+        session = HttpSession(token, HttpPool(LOCAL))
         with pytest.raises(CallCancelledError):
             send(session, server.url + "/ok")
-        session.close()
         assert server.accepted == 0
 
 
@@ -99,7 +94,7 @@ def test_the_connection_is_reused_within_one_call_and_dropped_after_an_abort() -
     with loopback_server() as server:
         server.route("GET", "/ok", json_answer(200, {"ok": True}))
         server.route("GET", "/hang", hang())
-        session = HttpSession(CancelToken(), LOCAL)
+        session = HttpSession(CancelToken(), HttpPool(LOCAL))
         send(session, server.url + "/ok")
         send(session, server.url + "/ok")
         assert server.accepted == 1  # keep-alive within the call
@@ -107,14 +102,12 @@ def test_the_connection_is_reused_within_one_call_and_dropped_after_an_abort() -
             send(session, server.url + "/hang", limit=0.3)
         send(session, server.url + "/ok")
         assert server.accepted == 2  # /hang reused the first connection; the aborted one was not reused
-        session.close()
 
 
 def test_a_refused_connection_is_a_network_error() -> None:
     with loopback_server() as server:
         url = server.url
-    session = HttpSession(CancelToken(), LOCAL)
+    session = HttpSession(CancelToken(), HttpPool(LOCAL))
     with pytest.raises(NetworkError) as caught:
         send(session, url + "/gone")
     assert "cannot connect" in str(caught.value)
-    session.close()

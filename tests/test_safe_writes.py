@@ -251,7 +251,7 @@ async def test_an_unknown_version_lists_the_ones_there_are(session: Session) -> 
 
 async def test_an_unanswered_write_found_applied_is_a_verified_success(session: Session) -> None:
     await session.ok("write_note", path="n.md", content="before\n")
-    session.vault.faults.add("PUT", FILE, Fault.apply_then_close(), times=3)
+    session.vault.faults.add("PUT", FILE, Fault.apply_then_close(), times=4)  # 3 attempts + the free resend
     text, is_error, result = await session.call("write_note", path="n.md", content="after\n")
     assert not is_error, text
     assert result["verified"] is True and "confirmed the change was applied" in result["note"]
@@ -261,7 +261,7 @@ async def test_an_unanswered_write_found_applied_is_a_verified_success(session: 
 
 async def test_an_unanswered_write_found_unchanged_is_a_clean_failure(session: Session) -> None:
     await session.ok("write_note", path="n.md", content="before\n")
-    session.vault.faults.add("PUT", FILE, Fault.close_before(), times=3)
+    session.vault.faults.add("PUT", FILE, Fault.close_before(), times=4)  # 3 attempts + the free resend
     text, is_error, _ = await session.call("edit_note", path="n.md", edits=[{"oldText": "before", "newText": "x"}])
     assert is_error
     assert f"A check right after found the note unchanged (contentHash {digest('before' + chr(10))})" in text
@@ -290,10 +290,10 @@ async def test_an_unanswered_write_changed_by_someone_else_keeps_the_hint(sessio
 
 async def test_a_move_and_a_delete_are_settled_too(session: Session) -> None:
     await session.ok("write_note", path="a.md", content="a\n")
-    session.vault.faults.add("PATCH", FILE, Fault.apply_then_close(), times=3)
+    session.vault.faults.add("PATCH", FILE, Fault.apply_then_close(), times=4)  # 3 attempts + the free resend
     moved = await session.ok("move_note", path="a.md", newPath="b.md")
     assert moved["verified"] is True and moved["path"] == "b.md"
-    session.vault.faults.add("DELETE", FILE, Fault.close_before(), times=3)
+    session.vault.faults.add("DELETE", FILE, Fault.close_before(), times=4)  # 3 attempts + the free resend
     text, is_error, _ = await session.call("delete_note", path="b.md")
     assert is_error and "found the note still at b.md: the change was not applied" in text
 

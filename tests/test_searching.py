@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,9 @@ async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bo
 
 
 async def write(runner: ToolRunner, path: str, content: str) -> None:
-    _, is_error, _ = await call(runner, "write_note", path=path, content=content)
+    """Write a note as someone else would: through a server without this cache (writes fill the cache)."""
+    other = ToolRunner(dataclasses.replace(runner.config, cache_dir=None), clock=SystemClock(), policy=FAST)
+    _, is_error, _ = await call(other, "write_note", path=path, content=content)
     assert not is_error
 
 
