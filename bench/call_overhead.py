@@ -38,6 +38,7 @@ def main() -> None:
             "TEAM_VAULT_URL": base_url,
             "TEAM_VAULT_API_KEY": "osync_bench",
             "TEAM_VAULT_PROJECT_ID": PROJECT,
+            "TEAM_VAULT_CACHE_DIR": "off",  # the same two requests as the direct side (latency_bench.py: with it)
             "PYTHONPATH": str(HERE.parent),
         }
         host = StdioHost([sys.executable, "-m", "teamvault_mcp"], env)

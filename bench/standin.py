@@ -1,21 +1,37 @@
 """A loopback stand-in for a Team Vault server, for the benchmarks: one note, answered from memory.
 
-Serves ``GET /api/projects/bench/files?path=…`` (the resolve) and
-``GET /api/projects/bench/files/f1`` (the download) with HTTP/1.1 keep-alive.
-Connections are served by a pool of reused threads, as production servers do, not
-by a new thread per connection (``ThreadingHTTPServer``): that would charge every
-new TCP connection the cost of starting a thread in the stand-in.
+Serves ``GET /api/projects/bench/files?path=…`` (the resolve, whose record carries the
+note's real ``contentHash``) and ``GET /api/projects/bench/files/f1`` (the download)
+with HTTP/1.1 keep-alive, over plain HTTP or, with ``tls=True``, HTTPS with the test
+certificate in ``tests/fixtures`` (clients trust it with ``REQUESTS_CA_BUNDLE=CERT`` or
+``verify=CERT``). Connections are served by a pool of reused threads, as production
+servers do, not by a new thread per connection (``ThreadingHTTPServer``): that would
+charge every new TCP connection the cost of starting a thread in the stand-in.
+
+It counts what it sees (:meth:`StandIn.counts`): TCP accepts, successful TLS handshakes
+(and how many of them resumed a session), resolves, downloads and other requests.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import socket
+import ssl
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+#: The self-signed test certificate (SAN IP:127.0.0.1, DNS:localhost) and its key.
+CERT = FIXTURES / "tls-cert.pem"
+KEY = FIXTURES / "tls-key.pem"
 
 PROJECT = "bench"
 NOTE_PATH = "notes/bench.md"
@@ -24,7 +40,7 @@ RECORD = {
     "id": "f1",
     "path": NOTE_PATH,
     "fileType": "TEXT",
-    "contentHash": "0" * 64,
+    "contentHash": hashlib.sha256(NOTE).hexdigest(),
     "size": str(len(NOTE)),
     "mimeType": "text/markdown",
     "deletedAt": None,
@@ -38,16 +54,20 @@ LISTING = json.dumps({"files": [RECORD]}).encode()
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes
+    server: _PooledHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
         if self.path.startswith(f"/api/projects/{PROJECT}/files?"):
+            self.server.count("resolves")
             self._answer(LISTING, "application/json")
         elif self.path == f"/api/projects/{PROJECT}/files/f1":
+            self.server.count("downloads")
             self._answer(NOTE, "text/markdown")
         else:
+            self.server.count("other")
             self._answer(b'{"error":{"code":"not_found","message":"no"}}', "application/json", 404)
 
     def _answer(self, body: bytes, content_type: str, status: int = 200) -> None:
@@ -59,31 +79,93 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _PooledHTTPServer(HTTPServer):
-    def __init__(self, address: tuple[str, int]) -> None:
+    def __init__(self, address: tuple[str, int], tls: ssl.SSLContext | None) -> None:
         super().__init__(address, _Handler)
+        self.tls = tls
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="standin")
+        self.counter: Counter[str] = Counter()
+        self.open_connections: set[Any] = set()
+        self._lock = threading.Lock()
+
+    def count(self, what: str) -> None:
+        with self._lock:
+            self.counter[what] += 1
+
+    def get_request(self) -> tuple[Any, Any]:
+        accepted = super().get_request()
+        self.count("accepts")
+        return accepted
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self.pool.submit(self._serve_connection, request, client_address)
 
     def _serve_connection(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            self.open_connections.add(request)
         try:
+            if self.tls is not None:  # the handshake runs here, in a pool thread, not in the accepting one
+                request.settimeout(30)
+                wrapped = self.tls.wrap_socket(request, server_side=True)
+                with self._lock:
+                    self.open_connections.discard(request)  # detached now
+                    self.open_connections.add(wrapped)
+                request = wrapped
+                request.settimeout(None)
+                self.count("tls_handshakes")
+                if request.session_reused:
+                    self.count("tls_resumed")
             self.finish_request(request, client_address)
         except Exception:
-            self.handle_error(request, client_address)
+            self.count("failed_connections")
         finally:
             self.shutdown_request(request)
+            with self._lock:
+                self.open_connections.discard(request)
+
+    def close_connections(self) -> None:
+        """End the connections still open: their pool threads would keep the interpreter from exiting."""
+        with self._lock:
+            connections = list(self.open_connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class StandIn:
+    """A running stand-in: its base URL and what it has seen."""
+
+    def __init__(self, server: _PooledHTTPServer) -> None:
+        self._server = server
+        self.port: int = server.server_address[1]
+        self.url = f"{'https' if server.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def counts(self) -> Counter[str]:
+        """A snapshot: accepts, tls_handshakes, tls_resumed, resolves, downloads, other, failed_connections."""
+        with self._server._lock:
+            return Counter(self._server.counter)
+
+
+@contextmanager
+def run_standin(*, tls: bool = False) -> Iterator[StandIn]:
+    """Run the stand-in on 127.0.0.1 (a free port), over HTTPS with the test certificate if ``tls``."""
+    context = None
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(CERT, KEY)
+    server = _PooledHTTPServer(("127.0.0.1", 0), context)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield StandIn(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        server.close_connections()
+        server.pool.shutdown(wait=False, cancel_futures=True)
 
 
 @contextmanager
 def standin_server() -> Iterator[str]:
-    """Run the stand-in on 127.0.0.1 (a free port); yields its base URL."""
-    server = _PooledHTTPServer(("127.0.0.1", 0))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        server.pool.shutdown(wait=False, cancel_futures=True)
+    """Run the plain-HTTP stand-in on 127.0.0.1 (a free port); yields its base URL."""
+    with run_standin() as standin:
+        yield standin.url

@@ -8,6 +8,9 @@ another process never reads half an entry. Every read checks the bytes against
 their hash: a corrupted entry is deleted and reported as a miss, never returned.
 The total size is bounded; the least recently used entries go first.
 
+Recently used entries are also kept in memory (up to :data:`MEMORY_MAX_BYTES`), checked
+once when they enter it: a read of an unchanged note then costs no disk access.
+
 Thread-safe; several processes may share one directory.
 """
 
@@ -27,6 +30,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+#: Bytes of entries also kept in memory, most recently used first.
+MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
 
 def default_cache_dir(environ: Mapping[str, str]) -> Path:
@@ -50,10 +55,18 @@ class ContentCache:
         self._made: set[Path] = set()  # directories known to exist
         self._sizes: OrderedDict[str, int] | None = None  # hash → size, least recently used first
         self._total = 0
+        self._memory: OrderedDict[str, bytes] = OrderedDict()  # checked entries, least recently used first
+        self._memory_bytes = 0
         self.hits = self.misses = self.corrupt = 0
 
     def get(self, content_hash: str) -> bytes | None:
         """The bytes with this hash, or None: not cached, or found corrupted (and then removed)."""
+        with self._lock:
+            data = self._memory.get(content_hash)
+            if data is not None:
+                self._memory.move_to_end(content_hash)
+                self.hits += 1
+                return data
         path = self._path(content_hash)
         try:
             data = path.read_bytes()
@@ -70,6 +83,7 @@ class ContentCache:
             sizes = self._entries()
             if content_hash in sizes:
                 sizes.move_to_end(content_hash)
+            self._keep_in_memory(content_hash, data)
         with contextlib.suppress(OSError):
             os.utime(path)  # the recency other processes see
         return data
@@ -97,6 +111,7 @@ class ContentCache:
                     os.unlink(temp)
             return
         with self._lock:
+            self._keep_in_memory(content_hash, data)
             sizes = self._entries()
             self._total += len(data) - sizes.pop(content_hash, 0)
             sizes[content_hash] = len(data)
@@ -108,6 +123,17 @@ class ContentCache:
         for victim in victims:
             with contextlib.suppress(OSError):
                 self._path(victim).unlink()
+
+    def _keep_in_memory(self, content_hash: str, data: bytes) -> None:
+        """Under the lock: remember checked bytes, dropping the least recently used beyond the bound."""
+        limit = min(MEMORY_MAX_BYTES, self.max_bytes)
+        if len(data) > limit // 4 or content_hash in self._memory:
+            return
+        self._memory[content_hash] = data
+        self._memory_bytes += len(data)
+        while self._memory_bytes > limit:
+            _, dropped = self._memory.popitem(last=False)
+            self._memory_bytes -= len(dropped)
 
     def _forget(self, content_hash: str) -> None:
         with contextlib.suppress(OSError):

@@ -55,7 +55,10 @@ log = logging.getLogger(__name__)
 #: Seconds tools/list waits beyond the schema load's own limit for the loader thread to finish.
 SCHEMA_LOAD_GRACE = 2.0
 
-#: Tool calls running at once. anyio's default thread limiter (40) also serves stdin/stdout.
+#: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
+CANCEL_GRACE = 10.0
+
+#: Tool calls running at once; their threads come from anyio's default pool (40), which also serves stdin/stdout.
 MAX_CONCURRENT_CALLS = 8
 
 INSTRUCTIONS = """\
@@ -306,26 +309,27 @@ class ToolRunner:
         """Run ``work`` in a thread; if this task is cancelled meanwhile, cancel ``token`` at once.
 
         The thread is not abandoned: the limiter slot and this task both last exactly as
-        long as the work does, which after a cancel is a few milliseconds.
+        long as the work does, which after a cancel is a few milliseconds. (The await is
+        cancellable, so the cancel reaches the token without a watcher task per call.)
         """
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
-        finished = False
-        async with anyio.create_task_group() as watchers:
+        done = threading.Event()
 
-            async def cancel_on_scope_cancel() -> None:
-                try:
-                    await anyio.sleep_forever()
-                finally:
-                    if not finished:
-                        token.cancel()
-
-            watchers.start_soon(cancel_on_scope_cancel)
+        def run() -> Any:
             try:
-                return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+                return work()
             finally:
-                finished = True
-                watchers.cancel_scope.cancel()
+                done.set()
+
+        async with self._limiter:
+            try:
+                return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                token.cancel()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(done.wait, CANCEL_GRACE)
+                raise
 
 
 def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:

@@ -28,10 +28,10 @@ def test_bytes_that_do_not_match_the_hash_are_not_stored(tmp_path: Path) -> None
 
 
 def test_a_corrupted_entry_is_detected_removed_and_never_returned(tmp_path: Path) -> None:
-    cache = ContentCache(tmp_path, "p")
-    cache.put(key(b"note"), b"note")
+    ContentCache(tmp_path, "p").put(key(b"note"), b"note")
     entry = next(tmp_path.rglob(key(b"note")))
     entry.write_bytes(b"nope")
+    cache = ContentCache(tmp_path, "p")  # another process: what the disk holds is all it has
     assert cache.get(key(b"note")) is None
     assert not entry.exists()
     assert cache.corrupt == 1
@@ -78,3 +78,14 @@ def test_a_new_process_learns_the_recency_from_the_files(tmp_path: Path) -> None
 def test_the_default_location_follows_the_platform_conventions() -> None:
     assert default_cache_dir({"HOME": "/h"}) == Path("/h/.cache/teamvault-mcp")
     assert default_cache_dir({"HOME": "/h", "XDG_CACHE_HOME": "/x"}) == Path("/x/teamvault-mcp")
+
+
+def test_recent_entries_are_served_from_memory_checked_once(tmp_path: Path) -> None:
+    cache = ContentCache(tmp_path, "p", max_bytes=1000)
+    cache.put(key(b"note"), b"note")
+    next(tmp_path.rglob(key(b"note"))).unlink()  # not even the disk is needed now
+    assert cache.get(key(b"note")) == b"note"
+    big = b"x" * 600  # more than a quarter of the bound: not kept in memory
+    cache.put(key(big), big)
+    next(tmp_path.rglob(key(big))).write_bytes(b"y" * 600)
+    assert cache.get(key(big)) is None  # read from disk, checked, found corrupt

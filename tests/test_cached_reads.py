@@ -96,13 +96,29 @@ async def test_a_note_this_server_wrote_is_read_with_one_request(session: Sessio
     assert await session.ok("read_note", path="n.md") == "ours\n"
 
 
-async def test_a_corrupted_cache_entry_is_downloaded_again(session: Session, tmp_path: Path) -> None:
-    session.colleague_writes("n.md", "the real text\n")
-    await session.ok("read_note", path="n.md")
-    [entry] = [path for path in (tmp_path / "cache").rglob("*") if path.is_file() and len(path.name) == 64]
-    entry.write_bytes(b"the fake text\n")
-    assert await session.requests_of("read_note", path="n.md") == (1, 1)
-    assert await session.ok("read_note", path="n.md") == "the real text\n"
+async def test_a_corrupted_cache_entry_is_downloaded_again(tmp_path: Path) -> None:
+    with LocalVault(tmp_path / "vault") as vault:
+        config = make_config(
+            base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id, cache_dir=tmp_path / "cache"
+        )
+        first = Session(
+            vault, Client(build_server(ToolRunner(config, clock=SystemClock(), policy=FAST)), mode="legacy")
+        )
+        async with first.client:
+            first.colleague_writes("n.md", "the real text\n")
+            await first.ok("read_note", path="n.md")
+            [entry] = [path for path in (tmp_path / "cache").rglob("*") if path.is_file() and len(path.name) == 64]
+            entry.write_bytes(b"the fake text\n")
+            assert await first.requests_of("read_note", path="n.md") == (1, 0)  # from memory, checked when kept
+            assert await first.ok("read_note", path="n.md") == "the real text\n"
+        # A new server on the same cache: the disk entry is checked, found corrupt, fetched again.
+        fresh = Session(
+            vault, Client(build_server(ToolRunner(config, clock=SystemClock(), policy=FAST)), mode="legacy")
+        )
+        async with fresh.client:
+            assert await fresh.requests_of("read_note", path="n.md") == (1, 1)
+            assert await fresh.ok("read_note", path="n.md") == "the real text\n"
+        assert entry.read_bytes() == b"the real text\n"  # stored again
 
 
 async def test_with_the_cache_off_every_read_downloads(tmp_path: Path) -> None:
