@@ -78,6 +78,7 @@ class _TrackedConnectionMixin:
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]
+        self.teamvault_served = 0  # a new socket, even on a connection object that had one before
         _register(self)
 
     def request(self, *args: Any, **kwargs: Any) -> None:
