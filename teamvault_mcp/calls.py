@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import NoProjectError, NoteNotFoundError, NotTextError
+from teamvault_mcp.errors import EditFailedError, NoProjectError, NoteNotFoundError, NotTextError
 from teamvault_mcp.paths import stored_path_of
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
@@ -102,6 +102,13 @@ class Note:
     @property
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
+
+    def editable_text(self, what: str) -> str:
+        """The note's text for a change that must keep every other byte: :class:`EditFailedError` if not UTF-8."""
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EditFailedError(f"{self.path} is not valid UTF-8 text; {what} cannot be changed safely.") from None
 
     @property
     def content_hash(self) -> str:

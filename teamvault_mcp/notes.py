@@ -25,7 +25,6 @@ from teamvault_mcp.editing import Edit, apply_edits, edits_from_patch
 from teamvault_mcp.errors import (
     CallCancelledError,
     ConflictError,
-    EditFailedError,
     NotAppliedError,
     NoteNotFoundError,
     NotTextError,
@@ -109,11 +108,7 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         edits = edits_from_patch(args["patch"])
     note = ctx.note(project_id, args["path"])
     expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
-    try:
-        original = note.data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EditFailedError(f"{note.path} is not valid UTF-8 text; edit_note cannot edit it safely.") from None
-    changed = apply_edits(original, edits)
+    changed = apply_edits(note.editable_text("its text"), edits)
     return rewrite(ctx, project_id, note, changed, dry_run=bool(args.get("dryRun")), edits="the edits", done="Edited")
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp import frontmatter
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
-from teamvault_mcp.errors import EditFailedError, TeamVaultError, ToolInputError
+from teamvault_mcp.errors import TeamVaultError, ToolInputError
 from teamvault_mcp.notes import VERIFIED, expect, mime_type_for, rewrite, settle_content
 from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
 from teamvault_mcp.textdiff import unified_diff
@@ -56,11 +56,7 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         raise ToolInputError(f"A field cannot be both set and removed: {', '.join(both)}.")
     note = ctx.note(project_id, args["path"])
     expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
-    try:
-        original = note.data.decode("utf-8")
-    except UnicodeDecodeError:
-        problem = f"{note.path} is not valid UTF-8 text; its front matter cannot be changed safely."
-        raise EditFailedError(problem) from None
+    original = note.editable_text("its front matter")
     current, _ = frontmatter.read(original, note.path)
     changed = frontmatter.update(original, changes, remove, note.path)
     after, _ = frontmatter.read(changed, note.path)
@@ -191,10 +187,7 @@ def upsert(schema: Schema, ctx: ToolContext, args: Mapping[str, Any]) -> ToolOut
     if ctx.client.find_file(project_id, path) is None:
         return _create(schema, ctx, project_id, path, schema.with_defaults(args))
     note = ctx.note(project_id, path)
-    try:
-        original = note.data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EditFailedError(f"{note.path} is not valid UTF-8 text; its fields cannot be changed safely.") from None
+    original = note.editable_text("its fields")
     changed = frontmatter.update(original, dict(args), [], note.path)
     after, _ = frontmatter.read(changed, note.path)
     extra = {"action": "updated" if changed != original else "unchanged", "frontmatter": after}

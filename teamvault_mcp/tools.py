@@ -371,6 +371,14 @@ def _list_schema(key: str, item: dict[str, Any], **extra: Any) -> dict[str, Any]
 _STRING = {"type": "string"}
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _NULLABLE_INT = {"type": ["integer", "null"]}
+#: What list_schemas answers; reload_schemas adds which tools it added and removed.
+_SCHEMAS = {
+    "folder": _STRING,
+    "status": _STRING,
+    "schemas": {"type": "array", "items": {"type": "object"}},
+    "problems": {"type": "array", "items": {"type": "object"}},
+}
+_CHANGED_TOOLS = {"added": {"type": "array", "items": _STRING}, "removed": {"type": "array", "items": _STRING}}
 _HEADING = _object_schema(
     {
         "title": _STRING,
@@ -921,15 +929,7 @@ TOOLS: tuple[Tool, ...] = (
         handler=list_schemas,
         takes_project=False,
         needs_schemas=True,
-        output_schema=_object_schema(
-            {
-                "folder": _STRING,
-                "status": _STRING,
-                "schemas": {"type": "array", "items": {"type": "object"}},
-                "problems": {"type": "array", "items": {"type": "object"}},
-            },
-            ["folder", "status", "schemas", "problems"],
-        ),
+        output_schema=_object_schema(_SCHEMAS, list(_SCHEMAS)),
     ),
     Tool(
         name="reload_schemas",
@@ -945,17 +945,7 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         takes_project=False,
         needs_schemas=True,
-        output_schema=_object_schema(
-            {
-                "folder": _STRING,
-                "status": _STRING,
-                "schemas": {"type": "array", "items": {"type": "object"}},
-                "problems": {"type": "array", "items": {"type": "object"}},
-                "added": {"type": "array", "items": _STRING},
-                "removed": {"type": "array", "items": _STRING},
-            },
-            ["folder", "status", "schemas", "problems", "added", "removed"],
-        ),
+        output_schema=_object_schema({**_SCHEMAS, **_CHANGED_TOOLS}, [*_SCHEMAS, *_CHANGED_TOOLS]),
     ),
 )
 

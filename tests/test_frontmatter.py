@@ -414,3 +414,19 @@ def test_any_json_value_reads_back_as_written_and_other_lines_stay() -> None:
         assert body_of(changed) == "body\n"
         fresh = update("body\n", changes)
         assert read(fresh) == changes, (changes, fresh)
+
+
+@pytest.mark.anyio
+async def test_a_note_that_is_not_utf8_is_refused_whole(session: Session) -> None:
+    from teamvault_mcp.localvault.store import Change
+
+    store, project = session.vault.store, session.vault.project_id
+    with store.write() as db:
+        store.create(Change(db, project, store.owner_of(project)), "latin1.md", b"---\na: caf\xe9\n---\n", None)
+    for tool, arguments in [
+        ("update_frontmatter", {"set": {"b": 1}}),
+        ("edit_note", {"edits": [{"oldText": "a", "newText": "b"}]}),
+    ]:
+        text, is_error, _ = await session.call(tool, path="latin1.md", **arguments)
+        assert is_error and "latin1.md is not valid UTF-8 text;" in text and "cannot be changed safely" in text
+    assert session.operations() == ["CREATE"]
