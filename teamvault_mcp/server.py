@@ -185,7 +185,8 @@ class ToolRunner:
         with self._active_lock:
             cache = self._caches.get(project_id)
             if cache is None:
-                namespace = f"{self.config.base_url}\0{project_id}"
+                server = self.config.cache_namespace or self.config.base_url
+                namespace = f"{server}\0{project_id}"
                 cache = ContentCache(self.config.cache_dir, namespace, max_bytes=self.config.cache_max_bytes)
                 self._caches[project_id] = cache
             return cache
