@@ -2,29 +2,47 @@
 
 The list endpoint gives every note's current ``contentHash``; an entry is looked up by
 that hash, so it is valid exactly while the note has it. Entries live under
-``<cache dir>/<server and project>/<hh>/<hash>``, files mode 0600 in directories
-0700 (notes can be private); a write goes to a temp file renamed into place, so
-another process never reads half an entry. Every read checks the bytes against
-their hash: a corrupted entry is deleted and reported as a miss, never returned.
-The total size is bounded; the least recently used entries go first.
+``<root>/<server and project>/<hh>/<hash>``, files 0600 in directories 0700 (notes can be
+private); a write goes to a temp file renamed into place, so another process never reads
+half an entry. Every read from disk checks the bytes against their hash: a corrupted entry
+is deleted and reported as a miss, never returned.
 
-Recently used entries are also kept in memory (up to :data:`MEMORY_MAX_BYTES`), checked
-once when they enter it: a read of an unchanged note then costs no disk access.
+One size bound holds for the whole root (:class:`CacheRoot`), shared by every server,
+project and process that uses it: the least recently used entries go first, whoever wrote
+them. Each process keeps an index of the root in memory, read from the disk once; processes
+tell each other what they added and removed by appending lines to the root's change log
+(``changes``). The log is replaced by a fresh one past :data:`CHANGES_MAX_BYTES`; a process
+that finds it replaced reads the directories again. Recency across processes is the
+entries' mtime: a read from disk touches it, and an entry about to be evicted is spared if
+another process used it since.
 
-Thread-safe; several processes may share one directory.
+Nothing below the root is trusted: directories and entries are opened without following
+symlinks, only regular files are read, never more than the note's listed size or
+:data:`MAX_ENTRY_BYTES`, and a FIFO cannot block the open. Anything else where an entry or
+a directory belongs (a FIFO, a symlink, a device, a directory, an oversized file) is a miss,
+never a hang, and is removed (a directory only when empty).
+
+Recently used entries are also kept in memory (up to :data:`MEMORY_MAX_BYTES` per root),
+checked once when they enter it: a read of an unchanged note then costs no disk access.
+
+Thread-safe; several processes may share one root. POSIX only (``O_NOFOLLOW``, ``dir_fd``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
+import re
+import secrets
+import stat
 import sys
-import tempfile
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -32,6 +50,23 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 #: Bytes of entries also kept in memory, most recently used first.
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
+#: The largest entry stored or read (and never more than the root's bound).
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+#: The change log is replaced by an empty one once a process has read this much of it.
+CHANGES_MAX_BYTES = 1024 * 1024
+CHANGES = "changes"
+TEMP_PREFIX = ".incoming-"
+#: A temp file this old is a crashed writer's leftover (a live write takes milliseconds).
+STALE_TEMP_SECONDS = 3600.0
+
+# Never follow a symlink, never wait for a FIFO's writer, never inherit a descriptor.
+_SAFE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | _SAFE
+_NAMESPACE = re.compile(r"[0-9a-f]{32}")
+_BUCKET = re.compile(r"[0-9a-f]{2}")
+_HASH = re.compile(r"[0-9a-f]{64}")
+_CHANGE = re.compile(rb"([+-])([0-9a-f]{32})/([0-9a-f]{64})(?: ([0-9]{1,18}))?")
+_WRITE_CHUNK = 4000  # lines of the change log are appended in writes this small, so they stay whole
 
 
 def default_cache_dir(environ: Mapping[str, str]) -> Path:
@@ -45,120 +80,481 @@ def default_cache_dir(environ: Mapping[str, str]) -> Path:
 
 
 class ContentCache:
-    """Note bytes by content hash, for one server and project (``namespace``), on disk."""
+    """Note bytes by content hash for one server and project (``namespace``), in a :class:`CacheRoot`."""
 
-    def __init__(self, root: Path, namespace: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, root: CacheRoot, namespace: str) -> None:
         self.root = root
-        self.directory = root / hashlib.sha256(namespace.encode()).hexdigest()[:32]
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._made: set[Path] = set()  # directories known to exist
-        self._sizes: OrderedDict[str, int] | None = None  # hash → size, least recently used first
-        self._total = 0
-        self._memory: OrderedDict[str, bytes] = OrderedDict()  # checked entries, least recently used first
-        self._memory_bytes = 0
+        self.name = hashlib.sha256(namespace.encode()).hexdigest()[:32]
+        self.directory = root.path / self.name
         self.hits = self.misses = self.corrupt = 0
 
-    def get(self, content_hash: str) -> bytes | None:
-        """The bytes with this hash, or None: not cached, or found corrupted (and then removed)."""
-        with self._lock:
-            data = self._memory.get(content_hash)
-            if data is not None:
-                self._memory.move_to_end(content_hash)
-                self.hits += 1
-                return data
-        path = self._path(content_hash)
-        try:
-            data = path.read_bytes()
-        except OSError:
+    def get(self, content_hash: str, size: int | None = None) -> bytes | None:
+        """The bytes with this hash, or None: not cached, or found unfit (and then removed).
+
+        ``size``, the note's size from the listing, caps what is read; None: the per-entry maximum.
+        """
+        if not _HASH.fullmatch(content_hash):  # not a hash we could have stored
             self.misses += 1
             return None
-        if hashlib.sha256(data).hexdigest() != content_hash:
-            log.warning("cache entry %s was corrupted; it is dropped and fetched again", content_hash[:12])
-            self.corrupt += 1
-            self._forget(content_hash)
-            return None
-        self.hits += 1
-        with self._lock:
-            sizes = self._entries()
-            if content_hash in sizes:
-                sizes.move_to_end(content_hash)
-            self._keep_in_memory(content_hash, data)
-        with contextlib.suppress(OSError):
-            os.utime(path)  # the recency other processes see
+        data = self.root.recall(self.name, content_hash)
+        if data is None:
+            limit = self.root.max_entry_bytes if size is None or size < 0 else min(size, self.root.max_entry_bytes)
+            data, problem = self.root.load(self.name, content_hash, limit)
+            if problem is not None:
+                log.warning("cache entry %s %s; it is removed and fetched again", content_hash[:12], problem)
+                self.corrupt += 1
+        if data is None:
+            self.misses += 1
+        else:
+            self.hits += 1
         return data
 
     def put(self, content_hash: str, data: bytes) -> None:
-        """Keep ``data`` under its hash (a wrong hash is not stored)."""
-        if hashlib.sha256(data).hexdigest() != content_hash or len(data) > self.max_bytes:
+        """Keep ``data`` under its hash (a wrong hash or a too large entry is not stored)."""
+        if len(data) > self.root.max_entry_bytes or hashlib.sha256(data).hexdigest() != content_hash:
             return
-        path = self._path(content_hash)
-        temp: str | None = None
+        self.root.store(self.name, content_hash, data)
+
+
+class CacheRoot:
+    """The cache directory that all servers, projects and processes share: one size bound, one LRU order."""
+
+    def __init__(self, path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = min(max_bytes, MAX_ENTRY_BYTES)
+        self._memory_lock = threading.Lock()
+        self._memory: OrderedDict[str, bytes] = OrderedDict()  # checked entries, least recently used first
+        self._memory_bytes = 0
+        # The index and the change log. Reads only ever try it: they never wait for a rescan.
+        self._lock = threading.Lock()
+        self._index: OrderedDict[str, tuple[int, int]] | None = None  # key → (size, mtime known), LRU first
+        self._total = 0
+        self._log: int | None = None  # the change log followed (kept open: its inode cannot be reused)
+        self._log_read = 0  # how much of it is applied
+
+    def namespace(self, namespace: str) -> ContentCache:
+        return ContentCache(self, namespace)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def recall(self, name: str, content_hash: str) -> bytes | None:
+        """The checked bytes kept in memory, if any."""
+        key = f"{name}/{content_hash}"
+        with self._memory_lock:
+            data = self._memory.get(key)
+            if data is None:
+                return None
+            self._memory.move_to_end(key)
+        if self._lock.acquire(blocking=False):  # used again: the last on disk to go too (a hint: never waited for)
+            try:
+                if self._index is not None and key in self._index:
+                    self._index.move_to_end(key)
+            finally:
+                self._lock.release()
+        return data
+
+    def load(self, name: str, content_hash: str, limit: int) -> tuple[bytes | None, str | None]:
+        """The entry's bytes read from disk (at most ``limit``), or None and what was wrong with it, if anything."""
         try:
-            if path.parent not in self._made:
-                self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-                for directory in (self.directory, path.parent):
-                    directory.mkdir(exist_ok=True, mode=0o700)
-                self._made.add(path.parent)
-            handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")  # created 0600
-            with os.fdopen(handle, "wb") as out:
-                out.write(data)
-            os.replace(temp, path)
-        except OSError as error:
-            log.warning("cannot write to the cache in %s: %s", self.root, error)
-            if temp is not None:
+            with _directories(self.path, name, content_hash, create=False) as bucket:
+                if bucket is None:
+                    return None, None
+                data, problem = _read_regular(bucket, content_hash, limit)
+                if data is not None and hashlib.sha256(data).hexdigest() != content_hash:
+                    data, problem = None, "was corrupted"
+                if problem is not None:
+                    _remove(bucket, content_hash)
+                    self._forget(f"{name}/{content_hash}")
+                    return None, problem
+                if data is None:
+                    return None, None
+                stamp = time.time_ns()
                 with contextlib.suppress(OSError):
-                    os.unlink(temp)
-            return
-        with self._lock:
-            self._keep_in_memory(content_hash, data)
-            sizes = self._entries()
-            self._total += len(data) - sizes.pop(content_hash, 0)
-            sizes[content_hash] = len(data)
-            victims = []
-            while self._total > self.max_bytes and sizes:
-                victim, size = sizes.popitem(last=False)
-                self._total -= size
-                victims.append(victim)
-        for victim in victims:
-            with contextlib.suppress(OSError):
-                self._path(victim).unlink()
+                    os.utime(content_hash, ns=(stamp, stamp), dir_fd=bucket, follow_symlinks=False)
+        except OSError as error:
+            log.debug("cannot read cache entry %s: %s", content_hash[:12], error)
+            return None, None
+        key = f"{name}/{content_hash}"
+        if self._lock.acquire(blocking=False):  # the recency is a hint: never wait for a rescan to record it
+            try:
+                if self._index is not None:
+                    self._note(key, len(data), stamp)
+            finally:
+                self._lock.release()
+        self._keep_in_memory(key, data)
+        return data, None
 
-    def _keep_in_memory(self, content_hash: str, data: bytes) -> None:
-        """Under the lock: remember checked bytes, dropping the least recently used beyond the bound."""
+    # -- writes ------------------------------------------------------------------------------------
+
+    def store(self, name: str, content_hash: str, data: bytes) -> None:
+        """Write an entry, log it, and evict the least recently used entries of the root beyond the bound."""
+        key = f"{name}/{content_hash}"
+        try:
+            self._write(name, content_hash, data)
+        except OSError as error:
+            log.warning("cannot write to the cache in %s: %s", self.path, error)
+            return
+        self._keep_in_memory(key, data)
+        with self._lock:
+            try:
+                if self._index is None:
+                    self._rescan()
+                self._note(key, len(data), time.time_ns())
+                # Logged before reading what others logged: of two processes storing at once, at least
+                # one sees both entries, so the bound holds once they are done.
+                self._append([f"+{key} {len(data)}\n"])
+                self._follow()
+                self._evict()
+            except OSError as error:
+                log.warning("cannot keep the cache in %s within its bound: %s", self.path, error)
+
+    def _write(self, name: str, content_hash: str, data: bytes) -> None:
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for attempt in range(2):
+            try:
+                with _directories(self.path, name, content_hash, create=True) as bucket:
+                    assert bucket is not None
+                    _write_into(bucket, content_hash, data)
+                return
+            except FileNotFoundError:  # a directory just emptied and removed by another process's rescan
+                if attempt:
+                    raise
+
+    def _keep_in_memory(self, key: str, data: bytes) -> None:
         limit = min(MEMORY_MAX_BYTES, self.max_bytes)
-        if len(data) > limit // 4 or content_hash in self._memory:
+        if len(data) > limit // 4:
             return
-        self._memory[content_hash] = data
-        self._memory_bytes += len(data)
-        while self._memory_bytes > limit:
-            _, dropped = self._memory.popitem(last=False)
-            self._memory_bytes -= len(dropped)
+        with self._memory_lock:
+            if key in self._memory:
+                return
+            self._memory[key] = data
+            self._memory_bytes += len(data)
+            while self._memory_bytes > limit:
+                _, dropped = self._memory.popitem(last=False)
+                self._memory_bytes -= len(dropped)
 
-    def _forget(self, content_hash: str) -> None:
-        with contextlib.suppress(OSError):
-            self._path(content_hash).unlink()
+    # -- the index and the change log (the caller holds self._lock) ---------------------------------
+
+    def _note(self, key: str, size: int, stamp: int) -> None:
+        """Record ``key`` as just used."""
+        assert self._index is not None
+        old = self._index.pop(key, None)
+        self._total += size - (old[0] if old is not None else 0)
+        self._index[key] = (size, stamp)
+
+    def _forget(self, key: str) -> None:
+        """An entry found unfit and removed: out of memory, out of the index, and logged for the others."""
+        with self._memory_lock:
+            data = self._memory.pop(key, None)
+            if data is not None:
+                self._memory_bytes -= len(data)
         with self._lock:
-            size = self._entries().pop(content_hash, None)
-            if size is not None:
-                self._total -= size
+            if self._index is None:
+                return
+            self._total -= self._index.pop(key, (0, 0))[0]
+            try:
+                self._append([f"-{key}\n"])
+            except OSError as error:
+                log.warning("cannot log a change to the cache in %s: %s", self.path, error)
 
-    def _path(self, content_hash: str) -> Path:
-        if len(content_hash) != 64 or not all(ch in "0123456789abcdef" for ch in content_hash):
-            raise ValueError(f"not a content hash: {content_hash!r}")
-        return self.directory / content_hash[:2] / content_hash
+    def _follow(self) -> None:
+        """Bring the index up to date: apply the lines other processes logged, or rescan if the log was replaced."""
+        if self._index is None or not self._log_is_current():
+            self._rescan()
+            return
+        self._apply_log()
+        if self._log_read > CHANGES_MAX_BYTES:
+            self._rotate_log()
+            self._rescan()
 
-    def _entries(self) -> OrderedDict[str, int]:
-        """The entries on disk, oldest use first; read once, then kept up to date (caller holds the lock)."""
-        if self._sizes is None:
-            found = []
-            if self.directory.is_dir():
-                for bucket in self.directory.iterdir():
-                    for entry in bucket.glob("[0-9a-f]" * 64) if bucket.is_dir() else ():
-                        with contextlib.suppress(OSError):
-                            stat = entry.stat()
-                            found.append((stat.st_mtime, entry.name, stat.st_size))
-            found.sort()
-            self._sizes = OrderedDict((name, size) for _, name, size in found)
-            self._total = sum(self._sizes.values())
-        return self._sizes
+    def _rescan(self) -> None:
+        """Read the index from the directories; what is logged meanwhile is applied on top."""
+        self._open_log()
+        assert self._log is not None
+        start = os.fstat(self._log).st_size
+        found = sorted(_scan(self.path, self.max_entry_bytes))
+        self._index = OrderedDict((key, (size, stamp)) for stamp, key, size in found)
+        self._total = sum(size for _, _, size in found)
+        self._log_read = start
+        self._apply_log()
+
+    def _apply_log(self) -> None:
+        assert self._log is not None and self._index is not None
+        end = os.fstat(self._log).st_size
+        if end < self._log_read:  # cut short in place: what it said is lost, the disk still tells
+            self._rescan()
+            return
+        while self._log_read < end:
+            chunk = os.pread(self._log, min(end - self._log_read, 1024 * 1024), self._log_read)
+            last = chunk.rfind(b"\n")
+            if last < 0:  # a line still being written, or torn by a crash: complete lines only
+                return
+            self._log_read += last + 1
+            now = time.time_ns()
+            for line in chunk[: last + 1].splitlines():
+                change = _CHANGE.fullmatch(line)
+                if change is None:
+                    continue  # torn by a crash: a line lost, the next rescan makes up for it
+                sign, name, content_hash, size = change.groups()
+                key = f"{name.decode()}/{content_hash.decode()}"
+                if sign == b"-":
+                    if key in self._index:
+                        self._total -= self._index.pop(key)[0]
+                elif size is not None:
+                    self._note(key, int(size), now)
+
+    def _append(self, lines: list[str]) -> None:
+        """Log ``lines`` where every process reads them, even if the log is replaced meanwhile."""
+        if self._log is None:
+            self._open_log()
+        assert self._log is not None
+        chunks = [""]
+        for line in lines:
+            if len(chunks[-1]) + len(line) > _WRITE_CHUNK:
+                chunks.append("")
+            chunks[-1] += line
+        for _ in range(3):
+            for chunk in chunks:
+                os.write(self._log, chunk.encode())  # O_APPEND: whole lines, in any process's order
+            if self._log_is_current():
+                return
+            self._rescan()  # replaced under us: the new log gets the lines too, and the index is rebuilt
+
+    def _evict(self) -> None:
+        assert self._index is not None
+        removed: list[str] = []
+        spared: set[str] = set()
+        while self._total > self.max_bytes and self._index:
+            key, (size, stamp) = self._index.popitem(last=False)
+            self._total -= size
+            used = _remove_unless_used(self.path, key, None if key in spared else stamp)
+            if used is not None:  # another process read it since: it goes to the back of the queue, once
+                self._index[key] = (size, used)
+                self._total += size
+                spared.add(key)
+            else:
+                removed.append(f"-{key}\n")
+        if removed:
+            self._append(removed)
+
+    def _open_log(self) -> None:
+        if self._log is not None:
+            os.close(self._log)
+            self._log = None
+        path = str(self.path / CHANGES)
+        for _ in range(2):
+            try:
+                handle = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _SAFE, 0o600)
+            except OSError as error:
+                if error.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                    raise
+            else:
+                if stat.S_ISREG(os.fstat(handle).st_mode):
+                    self._log = handle
+                    return
+                os.close(handle)
+            _remove(None, path)  # a symlink, a FIFO, an empty directory: not ours
+        raise OSError(errno.EEXIST, "something that is not a file is in the change log's place", path)
+
+    def _log_is_current(self) -> bool:
+        assert self._log is not None
+        try:
+            there = os.stat(self.path / CHANGES, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        ours = os.fstat(self._log)
+        return (there.st_dev, there.st_ino) == (ours.st_dev, ours.st_ino)
+
+    def _rotate_log(self) -> None:
+        temp = self.path / f"{TEMP_PREFIX}{CHANGES}-{secrets.token_hex(8)}"
+        os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _SAFE, 0o600))
+        os.replace(temp, self.path / CHANGES)
+
+
+@contextlib.contextmanager
+def _directories(root: Path, name: str, content_hash: str, *, create: bool) -> Iterator[int | None]:
+    """The entry's bucket directory, opened without following links; None if absent (and not ``create``).
+
+    Something else where a directory belongs (a symlink, a file, a FIFO) is removed.
+    """
+    opened: list[int] = []
+    try:
+        yield _open_bucket(root, (name, content_hash[:2]), opened, create=create)
+    finally:
+        for handle in opened:
+            os.close(handle)
+
+
+def _open_bucket(root: Path, parts: tuple[str, str], opened: list[int], *, create: bool) -> int | None:
+    try:
+        opened.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))  # the root may be a link
+        for part in parts:
+            handle = _open_directory(opened[-1], part, create=create)
+            if handle is None:
+                return None
+            opened.append(handle)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    return opened[-1]
+
+
+def _open_directory(parent: int, name: str, *, create: bool) -> int | None:
+    for _ in range(2):
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o700, dir_fd=parent)
+        try:
+            return os.open(name, _DIRECTORY, dir_fd=parent)
+        except FileNotFoundError:
+            if create:
+                raise
+            return None
+        except OSError as error:
+            if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+                raise
+            log.warning("the cache's %s is not a directory (a symlink?); it is removed", name)
+            _remove(parent, name)
+            if not create:
+                return None
+    raise OSError(errno.ENOTDIR, "cannot make a cache directory", name)
+
+
+def _read_regular(bucket: int, content_hash: str, limit: int) -> tuple[bytes | None, str | None]:
+    """At most ``limit`` bytes of a regular file; (None, None) when absent, (None, why) when unfit."""
+    try:
+        handle = os.open(content_hash, os.O_RDONLY | _SAFE, dir_fd=bucket)
+    except FileNotFoundError:
+        return None, None
+    except OSError:  # a symlink (ELOOP), a socket (ENXIO), ...: unfit; a regular file we may not read: raised
+        if stat.S_ISREG(os.stat(content_hash, dir_fd=bucket, follow_symlinks=False).st_mode):
+            raise
+        return None, "is not a regular file"
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "is not a regular file"
+        if info.st_size > limit:
+            return None, f"is larger than expected ({info.st_size} bytes, at most {limit})"
+        parts: list[bytes] = []
+        left = info.st_size
+        while left > 0:
+            part = os.read(handle, left)
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts), None
+    finally:
+        os.close(handle)
+
+
+def _write_into(bucket: int, content_hash: str, data: bytes) -> None:
+    temp = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _SAFE, 0o600, dir_fd=bucket)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(handle, view) :]
+        finally:
+            os.close(handle)
+        try:
+            os.replace(temp, content_hash, src_dir_fd=bucket, dst_dir_fd=bucket)
+        except OSError as error:
+            if error.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            _remove(bucket, content_hash)  # a directory in the entry's place: removed if empty
+            os.replace(temp, content_hash, src_dir_fd=bucket, dst_dir_fd=bucket)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=bucket)
+        raise
+
+
+def _remove(parent: int | None, name: str) -> None:
+    """Remove ``name`` without following it: unlinked, or if a directory, removed when empty."""
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode):
+            os.rmdir(name, dir_fd=parent)
+        else:
+            os.unlink(name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        log.warning("cannot remove %s from the cache: %s", name, error)
+
+
+def _remove_unless_used(root: Path, key: str, stamp: int | None) -> int | None:
+    """Remove the entry, unless its mtime is later than ``stamp`` (another process read it): then that mtime."""
+    name, content_hash = key.split("/")
+    try:
+        with _directories(root, name, content_hash, create=False) as bucket:
+            if bucket is None:
+                return None
+            if stamp is not None:
+                mtime = os.stat(content_hash, dir_fd=bucket, follow_symlinks=False).st_mtime_ns
+                if mtime > stamp:
+                    return mtime
+            _remove(bucket, content_hash)
+    except OSError:  # gone already, or not ours to remove: either way no longer counted
+        pass
+    return None
+
+
+def _scan(root: Path, max_entry_bytes: int) -> Iterator[tuple[int, str, int]]:
+    """(mtime, key, size) of every entry under ``root``; what does not belong is removed on the way."""
+    try:
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        yield from _scan_level(top, 0, "", max_entry_bytes)
+        _remove_stale_temps(top)
+    finally:
+        os.close(top)
+
+
+def _scan_level(directory: int, depth: int, prefix: str, max_entry_bytes: int) -> Iterator[tuple[int, str, int]]:
+    """The entries below ``directory``: the root at depth 0, a namespace at 1, a bucket at 2."""
+    with os.scandir(directory) as listing:
+        names = [item.name for item in listing]
+    pattern = (_NAMESPACE, _BUCKET, _HASH)[depth]
+    for name in names:
+        if not pattern.fullmatch(name) or (depth == 2 and name[:2] != prefix[-2:]):
+            continue  # not an entry (temp files, the change log) or not where it would be looked up
+        try:
+            if depth == 2:
+                info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= max_entry_bytes:
+                    yield info.st_mtime_ns, f"{prefix[:32]}/{name}", info.st_size
+                else:
+                    _remove(directory, name)
+                continue
+            handle = _open_directory(directory, name, create=False)
+            if handle is None:
+                continue
+            try:
+                yield from _scan_level(handle, depth + 1, f"{prefix}{name}", max_entry_bytes)
+                if depth == 1:
+                    _remove_stale_temps(handle)
+            finally:
+                os.close(handle)
+        except OSError as error:  # one unreadable directory does not stop the count of the rest
+            log.debug("cannot scan %s in the cache: %s", name, error)
+            continue
+        with contextlib.suppress(OSError):  # emptied by evictions (an old port's folder, say): removed
+            os.rmdir(name, dir_fd=directory)
+
+
+def _remove_stale_temps(directory: int) -> None:
+    with os.scandir(directory) as listing:
+        temps = [item.name for item in listing if item.name.startswith(TEMP_PREFIX)]
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    for name in temps:
+        with contextlib.suppress(OSError):
+            if os.stat(name, dir_fd=directory, follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(name, dir_fd=directory)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,29 @@ def test_the_cache_namespace_is_read_from_the_environment() -> None:
     base = {"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "k"}
     assert load_config(base).cache_namespace is None
     assert load_config({**base, "TEAM_VAULT_CACHE_NAMESPACE": "  team vault  "}).cache_namespace == "team vault"
+
+
+def child_call(cache: Path, data: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "TEAM_VAULT_CACHE_DIR": str(cache)}
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "teamvault_mcp", "--local", str(data), "call", *argv],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"teamvault-mcp call {argv[0]} hung for 60 s (or the machine is too slow)")
+
+
+def test_a_fifo_planted_in_the_cache_does_not_hang_a_call(tmp_path: Path) -> None:
+    data, cache = tmp_path / "vault", tmp_path / "cache"
+    written = child_call(cache, data, "write_note", "path=plan.md", f"content={NOTE}")
+    assert written.returncode == 0, written.stderr
+    [entry] = [path for path in cache.rglob(hashlib.sha256(NOTE.encode()).hexdigest())]
+    entry.unlink()
+    os.mkfifo(entry)
+    read = child_call(cache, data, "read_note", "path=plan.md")
+    assert (read.returncode, read.stdout) == (0, NOTE), read.stderr
+    assert entry.is_file()  # the FIFO went; the note downloaded again is cached in its place
