@@ -93,10 +93,10 @@ class ContentCache:
 
         ``size``, the note's size from the listing, caps what is read; None: the per-entry maximum.
         """
-        if not _HASH.fullmatch(content_hash):  # not a hash we could have stored
+        data = self.root.recall(self.name, content_hash)
+        if data is None and not _HASH.fullmatch(content_hash):  # not a hash we could have stored
             self.misses += 1
             return None
-        data = self.root.recall(self.name, content_hash)
         if data is None:
             limit = self.root.max_entry_bytes if size is None or size < 0 else min(size, self.root.max_entry_bytes)
             data, problem = self.root.load(self.name, content_hash, limit)
@@ -126,6 +126,7 @@ class CacheRoot:
         self._memory_lock = threading.Lock()
         self._memory: OrderedDict[str, bytes] = OrderedDict()  # checked entries, least recently used first
         self._memory_bytes = 0
+        self._hits: dict[str, None] = {}  # keys read from memory since the last store, in the order read
         # The index and the change log. Reads only ever try it: they never wait for a rescan.
         self._lock = threading.Lock()
         self._index: OrderedDict[str, tuple[int, int]] | None = None  # key → (size, mtime known), LRU first
@@ -143,16 +144,10 @@ class CacheRoot:
         key = f"{name}/{content_hash}"
         with self._memory_lock:
             data = self._memory.get(key)
-            if data is None:
-                return None
-            self._memory.move_to_end(key)
-        if self._lock.acquire(blocking=False):  # used again: the last on disk to go too (a hint: never waited for)
-            try:
-                if self._index is not None and key in self._index:
-                    self._index.move_to_end(key)
-            finally:
-                self._lock.release()
-        return data
+            if data is not None:
+                self._memory.move_to_end(key)
+                self._hits[key] = None  # moved to the back of the index at the next store, not here: cheap
+            return data
 
     def load(self, name: str, content_hash: str, limit: int) -> tuple[bytes | None, str | None]:
         """The entry's bytes read from disk (at most ``limit``), or None and what was wrong with it, if anything."""
@@ -205,6 +200,7 @@ class CacheRoot:
                 # one sees both entries, so the bound holds once they are done.
                 self._append([f"+{key} {len(data)}\n"])
                 self._follow()
+                self._count_memory_hits()
                 self._evict()
             except OSError as error:
                 log.warning("cannot keep the cache in %s within its bound: %s", self.path, error)
@@ -243,6 +239,14 @@ class CacheRoot:
         self._total += size - (old[0] if old is not None else 0)
         self._index[key] = (size, stamp)
 
+    def _count_memory_hits(self) -> None:
+        assert self._index is not None
+        with self._memory_lock:
+            hits, self._hits = self._hits, {}
+        for key in hits:
+            if key in self._index:
+                self._index.move_to_end(key)
+
     def _forget(self, key: str) -> None:
         """An entry found unfit and removed: out of memory, out of the index, and logged for the others."""
         with self._memory_lock:
@@ -273,7 +277,8 @@ class CacheRoot:
         self._open_log()
         assert self._log is not None
         start = os.fstat(self._log).st_size
-        found = sorted(_scan(self.path, self.max_entry_bytes))
+        found = _scan(self.path, self.max_entry_bytes)
+        found.sort()
         self._index = OrderedDict((key, (size, stamp)) for stamp, key, size in found)
         self._total = sum(size for _, _, size in found)
         self._log_read = start
@@ -329,7 +334,7 @@ class CacheRoot:
             key, (size, stamp) = self._index.popitem(last=False)
             self._total -= size
             used = _remove_unless_used(self.path, key, None if key in spared else stamp)
-            if used is not None:  # another process read it since: it goes to the back of the queue, once
+            if used is not None:  # another process read it since: to the back of the queue, once
                 self._index[key] = (size, used)
                 self._total += size
                 spared.add(key)
@@ -505,56 +510,64 @@ def _remove_unless_used(root: Path, key: str, stamp: int | None) -> int | None:
     return None
 
 
-def _scan(root: Path, max_entry_bytes: int) -> Iterator[tuple[int, str, int]]:
-    """(mtime, key, size) of every entry under ``root``; what does not belong is removed on the way."""
+def _scan(root: Path, max_entry_bytes: int) -> list[tuple[int, str, int]]:
+    """(mtime, key, size) of every entry under ``root``; what does not belong is removed on the way.
+
+    Also removed: what is not a directory where one belongs, unfit entries, a crashed writer's temp
+    files, and directories left empty by evictions (an old port's folder, say).
+    """
+    found: list[tuple[int, str, int]] = []
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return
+        return found
     try:
-        yield from _scan_level(top, 0, "", max_entry_bytes)
-        _remove_stale_temps(top)
+        for name in _tidy_listing(top):
+            if _NAMESPACE.fullmatch(name):
+                _scan_directory(top, name, found, max_entry_bytes)
     finally:
         os.close(top)
+    return found
 
 
-def _scan_level(directory: int, depth: int, prefix: str, max_entry_bytes: int) -> Iterator[tuple[int, str, int]]:
-    """The entries below ``directory``: the root at depth 0, a namespace at 1, a bucket at 2."""
+def _scan_directory(parent: int, name: str, found: list[tuple[int, str, int]], max_entry_bytes: int) -> None:
+    """Add the entries of a namespace (or, with ``name`` "<namespace>/<bucket>", of a bucket) to ``found``."""
+    namespace, _, bucket = name.partition("/")
+    try:
+        handle = _open_directory(parent, bucket or namespace, create=False)
+        if handle is None:
+            return
+        try:
+            kept = False
+            for item in _tidy_listing(handle):
+                if not bucket and _BUCKET.fullmatch(item):
+                    _scan_directory(handle, f"{namespace}/{item}", found, max_entry_bytes)
+                elif bucket and _HASH.fullmatch(item) and item.startswith(bucket):
+                    info = os.stat(item, dir_fd=handle, follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode) and info.st_size <= max_entry_bytes:
+                        found.append((info.st_mtime_ns, f"{namespace}/{item}", info.st_size))
+                        kept = True
+                    else:
+                        _remove(handle, item)
+                else:
+                    kept = True  # not ours to judge
+        finally:
+            os.close(handle)
+        if not kept:  # empty, or holding only buckets: removed if it is empty now
+            with contextlib.suppress(OSError):
+                os.rmdir(bucket or namespace, dir_fd=parent)
+    except OSError as error:  # one unreadable directory does not stop the count of the rest
+        log.debug("cannot scan %s in the cache: %s", name, error)
+
+
+def _tidy_listing(directory: int) -> list[str]:
+    """The names in ``directory``, less the temp files of crashed writers (removed)."""
     with os.scandir(directory) as listing:
         names = [item.name for item in listing]
-    pattern = (_NAMESPACE, _BUCKET, _HASH)[depth]
-    for name in names:
-        if not pattern.fullmatch(name) or (depth == 2 and name[:2] != prefix[-2:]):
-            continue  # not an entry (temp files, the change log) or not where it would be looked up
-        try:
-            if depth == 2:
-                info = os.stat(name, dir_fd=directory, follow_symlinks=False)
-                if stat.S_ISREG(info.st_mode) and info.st_size <= max_entry_bytes:
-                    yield info.st_mtime_ns, f"{prefix[:32]}/{name}", info.st_size
-                else:
-                    _remove(directory, name)
-                continue
-            handle = _open_directory(directory, name, create=False)
-            if handle is None:
-                continue
-            try:
-                yield from _scan_level(handle, depth + 1, f"{prefix}{name}", max_entry_bytes)
-                if depth == 1:
-                    _remove_stale_temps(handle)
-            finally:
-                os.close(handle)
-        except OSError as error:  # one unreadable directory does not stop the count of the rest
-            log.debug("cannot scan %s in the cache: %s", name, error)
-            continue
-        with contextlib.suppress(OSError):  # emptied by evictions (an old port's folder, say): removed
-            os.rmdir(name, dir_fd=directory)
-
-
-def _remove_stale_temps(directory: int) -> None:
-    with os.scandir(directory) as listing:
-        temps = [item.name for item in listing if item.name.startswith(TEMP_PREFIX)]
     cutoff = time.time() - STALE_TEMP_SECONDS
-    for name in temps:
-        with contextlib.suppress(OSError):
-            if os.stat(name, dir_fd=directory, follow_symlinks=False).st_mtime < cutoff:
-                os.unlink(name, dir_fd=directory)
+    for name in names:
+        if name.startswith(TEMP_PREFIX):
+            with contextlib.suppress(OSError):
+                if os.stat(name, dir_fd=directory, follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(name, dir_fd=directory)
+    return [name for name in names if not name.startswith(TEMP_PREFIX)]
