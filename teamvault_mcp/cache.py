@@ -42,8 +42,9 @@ import stat
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from teamvault_mcp import cachefiles as files
@@ -128,6 +129,7 @@ class CacheRoot:
         self._total = 0
         self._log: int | None = None  # the change log followed (kept open: its inode cannot be reused)
         self._log_read = 0  # how much of it is applied
+        self._close_log: Callable[[], object] = lambda: None
 
     def namespace(self, namespace: str) -> ContentCache:
         return ContentCache(self, namespace)
@@ -340,7 +342,7 @@ class CacheRoot:
 
     def _open_log(self) -> None:
         if self._log is not None:
-            os.close(self._log)
+            self._close_log()  # closes it
             self._log = None
         path = str(self.path / CHANGES)
         for _ in range(2):
@@ -352,6 +354,7 @@ class CacheRoot:
             else:
                 if stat.S_ISREG(os.fstat(handle).st_mode):
                     self._log = handle
+                    self._close_log = weakref.finalize(self, os.close, handle)  # when the root is dropped
                     return
                 os.close(handle)
             files.remove(None, path)  # a symlink, a FIFO, an empty directory: not ours

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import stat
@@ -366,3 +367,13 @@ def test_an_entry_read_again_from_memory_is_the_last_to_leave_the_disk(tmp_path:
     assert cache.get(key(blobs[0])) == blobs[0]  # from memory
     cache.put(key(b"D" * 10), b"D" * 10)
     assert sorted(entries_on_disk(tmp_path)) == sorted(key(b) for b in (blobs[0], blobs[2], b"D" * 10))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_a_dropped_root_closes_its_change_log(tmp_path: Path) -> None:
+    gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(50):
+        open_cache(tmp_path).put(key(b"%d" % n), b"%d" % n)
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) < before + 10  # 50 without closing
