@@ -63,6 +63,7 @@ CHANGES = "changes"
 _HASH = re.compile(r"[0-9a-f]{64}")
 _CHANGE = re.compile(rb"([+-])([0-9a-f]{32})/([0-9a-f]{64})(?: ([0-9]{1,18}))?")
 _WRITE_CHUNK = 4000  # lines of the change log are appended in writes this small, so they stay whole
+_READ_CHUNK = 1024 * 1024
 
 
 def default_cache_dir(environ: Mapping[str, str]) -> Path:
@@ -288,11 +289,11 @@ class CacheRoot:
             self._rescan()
             return
         while self._log_read < end:
-            chunk = os.pread(self._log, min(end - self._log_read, 1024 * 1024), self._log_read)
+            chunk = os.pread(self._log, min(end - self._log_read, _READ_CHUNK), self._log_read)
             last = chunk.rfind(b"\n")
-            if last < 0:  # a line still being written, or torn by a crash: complete lines only
+            if last < 0 and len(chunk) < _READ_CHUNK:  # a line still being written: complete lines only
                 return
-            self._log_read += last + 1
+            self._log_read += last + 1 if last >= 0 else len(chunk)  # (a megabyte without a line: junk)
             now = time.time_ns()
             for line in chunk[: last + 1].splitlines():
                 change = _CHANGE.fullmatch(line)
@@ -303,7 +304,7 @@ class CacheRoot:
                 if sign == b"-":
                     if key in self._index:
                         self._total -= self._index.pop(key)[0]
-                elif size is not None:
+                elif size is not None and int(size) <= MAX_ENTRY_BYTES:  # larger: no entry, a junk line
                     self._note(key, int(size), now)
 
     def _append(self, lines: list[str]) -> None:

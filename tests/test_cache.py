@@ -6,6 +6,7 @@ import contextlib
 import gc
 import hashlib
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -377,3 +378,28 @@ def test_a_dropped_root_closes_its_change_log(tmp_path: Path) -> None:
         open_cache(tmp_path).put(key(b"%d" % n), b"%d" % n)
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) < before + 10  # 50 without closing
+
+
+def test_a_socket_in_an_entrys_place_is_a_miss_and_is_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = planted(tmp_path, b"note")
+    monkeypatch.chdir(entry.parent)  # a socket's path is limited to about 100 characters
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(entry.name)
+        assert open_cache(tmp_path).get(key(b"note")) is None
+    assert not entry.exists()
+
+
+def test_junk_in_the_change_log_neither_evicts_everything_nor_stops_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "CHANGES_MAX_BYTES", 8 << 20)  # the junk is read, not rotated away
+    first = open_cache(tmp_path, "a", 30)
+    a, b, d, e = (letter * 10 for letter in (b"a", b"b", b"d", b"e"))
+    first.put(key(a), a)
+    first.put(key(b), b)
+    with (tmp_path / cache_module.CHANGES).open("ab") as log:
+        log.write(f"+{first.name}/{key(b'phantom')} 999999999999\n".encode())  # no entry is that large
+        log.write(b"x" * (cache_module.MAX_ENTRY_BYTES // 64 + 10) + b"\n")  # a megabyte and more without a line
+    open_cache(tmp_path, "b", 30).put(key(d), d)  # logged after the junk by another process
+    first.put(key(e), e)  # learns of d past the junk, and evicts just the oldest
+    assert sorted(entries_on_disk(tmp_path)) == sorted(key(x) for x in (b, d, e))
