@@ -77,7 +77,7 @@ class ToolContext:
             raise NotTextError(stored, file.mime_type or file.file_type)
         cache = self.cache_for(project_id) if self.cache_for is not None else None
         if cache is not None and file.content_hash:
-            data = cache.get(file.content_hash)
+            data = cache.get(file.content_hash, file.size)
             if data is not None:
                 return Note(stored, file, data)
         data = self.client.download(project_id, file.id)

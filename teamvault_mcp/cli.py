@@ -133,7 +133,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callable[[Mapping[str, str]], int]) -> int:
-    """Run ``command`` with TEAM_VAULT_URL and the key of an embedded local vault on a free loopback port."""
+    """Run ``command`` with TEAM_VAULT_URL and the key of an embedded local vault on a free loopback port.
+
+    The port is new at every start, so the content cache is keyed by the data directory instead.
+    """
     from teamvault_mcp.localvault import LocalVault
 
     _configure_logging(_log_level(environ))
@@ -145,6 +148,7 @@ def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callabl
             "TEAM_VAULT_URL": vault.url,
             "TEAM_VAULT_API_KEY": vault.api_key,
             "TEAM_VAULT_PROJECT_ID": environ.get("TEAM_VAULT_PROJECT_ID") or vault.project_id,
+            "TEAM_VAULT_CACHE_NAMESPACE": f"local vault {vault.data_dir.resolve()}",
         }
         return command(local)
     finally:

@@ -31,7 +31,7 @@ USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
-    "TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR)"
+    "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR)"
 )
 
 
@@ -49,6 +49,9 @@ class Config:
     #: Where note contents are cached; None when caching is off (TEAM_VAULT_CACHE_DIR=off).
     cache_dir: Path | None = None
     cache_max_bytes: int = DEFAULT_CACHE_MAX_MB * 1024 * 1024
+    #: What the cache files this server's notes under instead of ``base_url``: ``--local DIR`` sets it to
+    #: the data directory, whose embedded vault gets a new port at every start.
+    cache_namespace: str | None = None
     #: Where each write tool call is recorded as one JSON line; None: no audit log.
     audit_log: Path | None = None
     #: Folders (``"agents/"``) that write tools may touch; empty: all of the vault.
@@ -98,6 +101,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         log_level=log_level,
         cache_dir=cache_dir,
         cache_max_bytes=int(cache_max_mb * 1024 * 1024),
+        cache_namespace=environ.get("TEAM_VAULT_CACHE_NAMESPACE", "").strip() or None,
         audit_log=audit_log,
         write_prefixes=write_prefixes,
         schema_dir=schema_dir,

@@ -218,7 +218,7 @@ def gather(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> Gathere
     for file in files:
         entry = index.get(file.content_hash) if file.content_hash else None
         if entry is None and cache is not None and file.content_hash:
-            data = cache.get(file.content_hash)
+            data = cache.get(file.content_hash, file.size)
             if data is not None:
                 entry = index.add(file.content_hash, data.decode("utf-8", errors="replace"))
         if entry is None:

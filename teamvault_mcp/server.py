@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from teamvault_mcp import __version__
 from teamvault_mcp.audit import AuditLog, write_outcome
-from teamvault_mcp.cache import ContentCache
+from teamvault_mcp.cache import CacheRoot, ContentCache
 from teamvault_mcp.calls import Progress, ToolContext, ToolOutput
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
@@ -93,6 +93,7 @@ class ToolRunner:
         self._pool: Any = None  # the HttpPool, made by the first call (it loads `requests`)
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self._caches: dict[str, ContentCache] = {}
+        self._cache_root: CacheRoot | None = None
         self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
@@ -185,8 +186,10 @@ class ToolRunner:
         with self._active_lock:
             cache = self._caches.get(project_id)
             if cache is None:
-                namespace = f"{self.config.base_url}\0{project_id}"
-                cache = ContentCache(self.config.cache_dir, namespace, max_bytes=self.config.cache_max_bytes)
+                if self._cache_root is None:  # one root for all projects: one bound, one LRU order
+                    self._cache_root = CacheRoot(self.config.cache_dir, max_bytes=self.config.cache_max_bytes)
+                server = self.config.cache_namespace or self.config.base_url
+                cache = self._cache_root.namespace(f"{server}\0{project_id}")
                 self._caches[project_id] = cache
             return cache
 
