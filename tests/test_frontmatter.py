@@ -159,7 +159,7 @@ def test_values_are_written_the_way_obsidian_writes_them() -> None:
     )
     assert changed == (
         "---\ntitle: x\ntags:\n  - a\n  - b\ndue: 2026-12-01\nnotes: |\n  line one\n  line two\n"
-        "flag: yes\ncount: '10'\nempty:\nmeta:\n  k:\n    - 1\n    - 2\n---\n"
+        "flag: 'yes'\ncount: '10'\nempty:\nmeta:\n  k:\n    - 1\n    - 2\n---\n"
     )
     assert read(changed) == {
         "title": "x",
