@@ -234,10 +234,11 @@ def _refuse_merged_removal(loaded: Loaded, current: dict[str, Any], remove: Sequ
     own = {_key_text(key) for key, _ in loaded.data.non_merged_items()}
     merged = [name for name in remove if name in current and name not in own]
     if merged:
+        it = "it comes" if len(merged) == 1 else "they come"
         raise FrontMatterError(
-            f"Cannot remove {', '.join(merged)} from the front matter of {path}: it comes from a merge key "
-            "(<<: …), not from a line of its own, so it would still be there. Set it to null instead, or change "
-            "the << entry with edit_note. Nothing was written."
+            f"Cannot remove {', '.join(merged)} from the front matter of {path}: {it} from a merge key (<<: …), "
+            f"not from a line of {'its' if len(merged) == 1 else 'their'} own, so removing would change nothing. "
+            "Set it to null instead, or change the << entry with edit_note. Nothing was written."
         )
 
 

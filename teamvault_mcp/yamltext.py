@@ -98,7 +98,9 @@ def load(text: str, check: Check | None = None) -> Loaded:
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > MAX_BLOCK_BYTES:
         raise YamlProblem(
-            f"it is {_kib(size)}, more than the {_kib(MAX_BLOCK_BYTES)} that are read as fields", limit=True
+            f"it is {size:,} bytes, more than the {MAX_BLOCK_BYTES // 1024} KiB ({MAX_BLOCK_BYTES:,} bytes) that "
+            "are read as fields",
+            limit=True,
         )
     yaml = _yaml()
     yaml.check = check
@@ -194,10 +196,6 @@ class _Expansion:
             self.check()
 
 
-def _kib(size: int) -> str:
-    return f"{size / 1024:,.0f} KiB" if size >= 10 * 1024 else f"{size / 1024:,.1f} KiB"
-
-
 class _Composer(Composer):
     """ruamel.yaml's composer, checking depth, recursive aliases and the call's time as it goes.
 
@@ -218,19 +216,16 @@ class _Composer(Composer):
         check = self.loader.check
         if check is not None and self.nodes % CHECK_EVERY == 0:
             check()
+        line = self.parser.peek_event().start_mark.line
         if self.levels >= MAX_DEPTH:
-            mark = self.parser.peek_event().start_mark
-            raise YamlProblem(f"it is nested more than {MAX_DEPTH} levels deep", mark.line, limit=True)
+            raise YamlProblem(f"it is nested more than {MAX_DEPTH} levels deep", line, limit=True)
         self.levels += 1
         try:
             node = super().compose_node(parent, index)
         finally:
             self.levels -= 1
         if getattr(node, "end_mark", True) is None:  # a collection still being composed: an alias inside it
-            raise YamlProblem(
-                f"the alias *{node.anchor} is inside the value it names, which has no end",
-                self.parser.peek_event().start_mark.line,
-            )
+            raise YamlProblem(f"the alias *{node.anchor} is inside the value it names, which has no end", line)
         if self.levels == 0 and isinstance(node, MappingNode):
             # Recorded now: constructing the data later rewrites the merge entries of node.value.
             self.entries = tuple((key.start_mark.line, str(key.tag) == MERGE_TAG) for key, _ in node.value)
