@@ -121,18 +121,23 @@ def update(
         return f"{head}---{newline}{block}---{newline}{text[len(head) :]}"
     loaded = _load(parts.yaml, path, check)
     current = _fields(loaded, path, check)
-    _refuse_merged_removal(loaded, current, remove, path)
+    own = {_key_text(key) for key, _ in loaded.data.non_merged_items()}
+    _refuse_merged_removal([name for name in remove if name in current and name not in own], path, own_line=False)
     expected = _applied(current, changes, remove)
     new_yaml = _spliced(parts.yaml, loaded, changes, remove, newline)
-    if new_yaml is None or _read_back(new_yaml, path, check) != expected:
+    written = None if new_yaml is None else _read_back(new_yaml, path, check)
+    merges = any(merge for _, merge in loaded.entries)
+    if merges and isinstance(written, dict):
+        _refuse_merged_removal([name for name in remove if name in written], path, own_line=True)
+    if new_yaml is None or written != expected:
         new_yaml = _rewritten(loaded.data, changes, remove, newline)
         written = _read_back(new_yaml, path, check)
+        if merges and isinstance(written, dict):
+            _refuse_merged_removal([name for name in remove if name in written], path, own_line=True)
         if written != expected:
-            merges = any(merge for _, merge in loaded.entries)
             raise FrontMatterError(
-                f"The front matter of {path} cannot be changed safely: written back, {_differences(expected, written)}"
-                f"{' (a field that a merge key << also gives comes back when its own line goes)' if merges else ''}. "
-                "Nothing was written; change it with edit_note instead."
+                f"The front matter of {path} cannot be changed safely: written back, {_differences(expected, written)}."
+                " Nothing was written; change it with edit_note instead."
             )
     return parts.head + parts.opening + new_yaml + parts.closing + parts.body
 
@@ -229,17 +234,21 @@ def _differences(expected: dict[str, Any], written: Any) -> str:
     return "; ".join(parts) or "it would not read as intended"
 
 
-def _refuse_merged_removal(loaded: Loaded, current: dict[str, Any], remove: Sequence[str], path: str) -> None:
-    """A field that only a merge key (``<<``) gives has no line to remove: removing it would change nothing."""
-    own = {_key_text(key) for key, _ in loaded.data.non_merged_items()}
-    merged = [name for name in remove if name in current and name not in own]
-    if merged:
-        it = "it comes" if len(merged) == 1 else "they come"
-        raise FrontMatterError(
-            f"Cannot remove {', '.join(merged)} from the front matter of {path}: {it} from a merge key (<<: …), "
-            f"not from a line of {'its' if len(merged) == 1 else 'their'} own, so removing would change nothing. "
-            "Set it to null instead, or change the << entry with edit_note. Nothing was written."
-        )
+def _refuse_merged_removal(names: list[str], path: str, *, own_line: bool) -> None:
+    """Fields that a merge key (``<<``) gives cannot be removed: without a line of their own they stay there."""
+    if not names:
+        return
+    one = len(names) == 1
+    if own_line:  # its own line went, and the merge brought the field back
+        why = f"a merge key (<<: …) gives {'it' if one else 'them'} too, so without {'its' if one else 'their'} own"
+        why += f" line {'it' if one else 'they'} would still be there, with the merged value"
+    else:
+        why = f"{'it comes' if one else 'they come'} from a merge key (<<: …), not from a line of"
+        why += f" {'its' if one else 'their'} own, so removing would change nothing"
+    raise FrontMatterError(
+        f"Cannot remove {', '.join(names)} from the front matter of {path}: {why}. Set "
+        f"{'it' if one else 'them'} to null instead, or change the << entry with edit_note. Nothing was written."
+    )
 
 
 def _check_depth(changes: Mapping[str, Any]) -> None:
