@@ -42,7 +42,8 @@ def merges() -> str:
 
 
 def largest() -> str:
-    lines, size, index = [], 0, 0
+    lines: list[str] = []
+    size = index = 0
     while True:
         line = f"field_{index}: [a, b, c]\n"
         if size + len(line) > yamltext.MAX_BLOCK_BYTES - 100:  # room for the field the update sets
@@ -85,11 +86,15 @@ def main() -> None:
     print(f"front matter, CPU time in-process, median of {runs} (ratio to reading the ordinary block):")
     for name, block in blocks.items():
         note = f"---\n{block}---\n{body}"
-        read_ms, outcome = median_ms(lambda note=note: frontmatter.read(note, "n.md"), runs)  # type: ignore[misc]
-        update_ms, _ = median_ms(
-            lambda note=note: frontmatter.update(note, {"status": "done"}, [], "n.md"),  # type: ignore[misc]
-            runs,
-        )
+
+        def read(note: str = note) -> object:
+            return frontmatter.read(note, "n.md")
+
+        def update(note: str = note) -> object:
+            return frontmatter.update(note, {"status": "done"}, [], "n.md")
+
+        read_ms, outcome = median_ms(read, runs)
+        update_ms, _ = median_ms(update, runs)
         reference = reference or read_ms
         print(
             f"  {name:22} {len(block.encode()):>7,} bytes  read {read_ms:8.2f} ms ({read_ms / reference:6.1f}×)  "

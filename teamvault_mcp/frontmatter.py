@@ -126,14 +126,11 @@ def update(
     expected = _applied(current, changes, remove)
     new_yaml = _spliced(parts.yaml, loaded, changes, remove, newline)
     written = None if new_yaml is None else _read_back(new_yaml, path, check)
-    merges = any(merge for _, merge in loaded.entries)
-    if merges and isinstance(written, dict):
-        _refuse_merged_removal([name for name in remove if name in written], path, own_line=True)
+    _refuse_revived(loaded, written, remove, path)
     if new_yaml is None or written != expected:
         new_yaml = _rewritten(loaded.data, changes, remove, newline)
         written = _read_back(new_yaml, path, check)
-        if merges and isinstance(written, dict):
-            _refuse_merged_removal([name for name in remove if name in written], path, own_line=True)
+        _refuse_revived(loaded, written, remove, path)
         if written != expected:
             raise FrontMatterError(
                 f"The front matter of {path} cannot be changed safely: written back, {_differences(expected, written)}."
@@ -249,6 +246,12 @@ def _refuse_merged_removal(names: list[str], path: str, *, own_line: bool) -> No
         f"Cannot remove {', '.join(names)} from the front matter of {path}: {why}. Set "
         f"{'it' if one else 'them'} to null instead, or change the << entry with edit_note. Nothing was written."
     )
+
+
+def _refuse_revived(loaded: Loaded, written: Any, remove: Sequence[str], path: str) -> None:
+    """A removed field that the block written back still has came back through a merge key."""
+    if any(merge for _, merge in loaded.entries) and isinstance(written, dict):
+        _refuse_merged_removal([name for name in remove if name in written], path, own_line=True)
 
 
 def _check_depth(changes: Mapping[str, Any]) -> None:

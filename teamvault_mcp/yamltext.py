@@ -168,7 +168,7 @@ def _scalar_json(value: Any) -> Any:
 
 
 def _key_text(key: Any, expansion: _Expansion | None = None) -> str:
-    text = key if isinstance(key, str) else str(_json(key, None, 1))
+    text = key if isinstance(key, str) else str(_json(key, expansion, 1))  # ? [a, b] : c has the key "['a', 'b']"
     if expansion is not None:
         expansion.chars += len(text) + 4
     return text
