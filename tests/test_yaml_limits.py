@@ -315,3 +315,40 @@ async def test_a_schema_note_bomb_is_a_listed_problem_and_the_other_schemas_load
         assert len(text) < 2000
         text, is_error, _ = await session.call("upsert_person", slug="ada")
         assert not is_error, text
+
+
+def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
+    # The host's cancel arrives once the note is downloaded, while its YAML is parsed: the parse stops at its next
+    # check. (The clock stands in for the host: it cancels when the parse first looks at the time.)
+    import traceback
+
+    from teamvault_mcp.calls import ToolContext
+    from teamvault_mcp.cancel import CancelToken
+    from teamvault_mcp.client import TeamVaultClient
+    from teamvault_mcp.errors import CallCancelledError
+    from teamvault_mcp.retry import Budget
+    from teamvault_mcp.structured import read_frontmatter
+
+    token = CancelToken()
+    checks: list[float] = []
+
+    class CancellingClock(FakeClock):
+        def monotonic(self) -> float:
+            if any(frame.filename.endswith("yamltext.py") for frame in traceback.extract_stack()):
+                checks.append(self.now)
+                token.cancel()
+            return super().monotonic()
+
+    store, project = vault.store, vault.project_id
+    with store.write() as db:
+        block = "".join(f"k{index}: [a, b]\n" for index in range(4000))
+        store.create(Change(db, project, store.owner_of(project)), "big.md", note(block).encode(), None)
+    clock = CancellingClock()
+    budget = Budget(30, clock)
+    client = TeamVaultClient(vault.url, vault.api_key, budget=budget, token=token, clock=clock, policy=FAST)
+    try:
+        with pytest.raises(CallCancelledError):
+            read_frontmatter(ToolContext(client, project, budget=budget, token=token), {"path": "big.md"})
+    finally:
+        client.close()
+    assert len(checks) == 1  # the first check saw the cancel; without it the parse reads the clock ~100 times
