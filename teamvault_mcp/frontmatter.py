@@ -115,7 +115,7 @@ def update(
         if not changes:
             return text
         block = _entries(changes, newline, sequence_at_column_0=False)
-        if _read_back(block, path, check) != _applied({}, changes, ()):
+        if _written_back(block, path, check) != _applied({}, changes, ()):
             raise FrontMatterError(f"These fields cannot be written as front matter of {path} faithfully.")
         head = BOM if text.startswith(BOM) else ""
         return f"{head}---{newline}{block}---{newline}{text[len(head) :]}"
@@ -125,11 +125,11 @@ def update(
     _refuse_merged_removal([name for name in remove if name in current and name not in own], path, own_line=False)
     expected = _applied(current, changes, remove)
     new_yaml = _spliced(parts.yaml, loaded, changes, remove, newline)
-    written = None if new_yaml is None else _read_back(new_yaml, path, check)
+    written = None if new_yaml is None else _written_back(new_yaml, path, check)
     _refuse_revived(loaded, written, remove, path)
     if new_yaml is None or written != expected:
         new_yaml = _rewritten(loaded.data, changes, remove, newline)
-        written = _read_back(new_yaml, path, check)
+        written = _written_back(new_yaml, path, check)
         _refuse_revived(loaded, written, remove, path)
         if written != expected:
             raise FrontMatterError(
@@ -197,17 +197,24 @@ def _applied(current: dict[str, Any], changes: Mapping[str, Any], remove: Sequen
     return result
 
 
-def _read_back(text: str, path: str, check: Check | None) -> Any:
-    """``text`` read as front matter; None when it does not read as key: value pairs."""
+def _written_back(block: str, path: str, check: Check | None) -> Any:
+    """The new ``block`` read as front matter (see :func:`_read_back`); refused when it is past the size limit."""
     from teamvault_mcp import yamltext
 
-    size = len(text.encode("utf-8", errors="surrogatepass"))
+    size = len(block.encode("utf-8", errors="surrogatepass"))
     if size > yamltext.MAX_BLOCK_BYTES:
         raise FrontMatterError(
             f"The front matter of {path} would be {size:,} bytes after this change, more than the "
             f"{yamltext.MAX_BLOCK_BYTES // 1024} KiB that front matter tools read. Nothing was written; keep long "
             "text in the body of the note instead."
         )
+    return _read_back(block, check)
+
+
+def _read_back(text: str, check: Check | None) -> Any:
+    """``text`` read as front matter; None when it does not read as key: value pairs (or is past a limit)."""
+    from teamvault_mcp import yamltext
+
     try:
         loaded = yamltext.load(text, check)
         if loaded.data is None:
@@ -375,6 +382,6 @@ def _yaml_value(value: Any) -> Any:
                 return value  # 2024-13-45 stays text (and is quoted)
         if "\n" in value:
             literal = LiteralScalarString(value)
-            if _read_back(_dump({"k": literal}, "\n", sequence_at_column_0=False), "", None) == {"k": value}:
+            if _read_back(_dump({"k": literal}, "\n", sequence_at_column_0=False), None) == {"k": value}:
                 return literal  # a readable block; otherwise the dumper's quoted form, with \n escapes
     return value

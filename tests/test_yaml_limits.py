@@ -109,6 +109,9 @@ def test_a_change_that_would_make_the_block_too_big_writes_nothing() -> None:
         frontmatter.update(note("a: 1\n"), {"long": "x" * yamltext.MAX_BLOCK_BYTES}, [], "n.md")
     assert str(caught.value).startswith("The front matter of n.md would be 65,548 bytes after this change, more than")
     assert "Nothing was written" in str(caught.value)
+    for text in (note("a: 1\n"), "A note without front matter.\n"):  # a long multi-line value, either way
+        with pytest.raises(FrontMatterError, match=r"^The front matter of n.md would be 144,0\d\d bytes after"):
+            frontmatter.update(text, {"long": "line\n" * 24_000}, [], "n.md")
 
 
 def nested(levels: int) -> str:
