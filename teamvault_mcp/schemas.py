@@ -281,16 +281,16 @@ def schema_block(text: str) -> str:
 
 
 def parse_schema_note(path: str, text: str) -> Schema:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from teamvault_mcp.frontmatter import to_json
+    from teamvault_mcp import yamltext
 
     block = schema_block(text)
     try:
-        raw = to_json(YAML(typ="safe", pure=True).load(block))
-    except YAMLError as error:
-        raise SchemaProblem(f"the schema block is not valid YAML: {' '.join(str(error).split())}") from None
+        raw = yamltext.json_of(yamltext.load(block).data)
+    except yamltext.YamlProblem as problem:
+        where = f" (line {problem.line + 1} of the block)" if problem.line is not None else ""
+        if problem.limit:
+            raise SchemaProblem(f"the schema block is not read{where}: {problem.problem}") from None
+        raise SchemaProblem(f"the schema block is not valid YAML{where}: {problem.problem}") from None
     if not isinstance(raw, dict):
         raise SchemaProblem("the schema block must be a mapping with 'metadata' and 'fields'")
     problems: list[str] = []

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp import frontmatter
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
-from teamvault_mcp.errors import TeamVaultError, ToolInputError
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
 from teamvault_mcp.notes import VERIFIED, expect, mime_type_for, rewrite, settle_content
 from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
 from teamvault_mcp.textdiff import unified_diff
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     note = ctx.note(project_id, args["path"])
-    fields, parts = frontmatter.read(note.text, note.path)
+    fields, parts = frontmatter.read(note.text, note.path, check=_yaml_check(ctx, note.path))
     result: dict[str, Any] = {
         "path": note.path,
         "frontmatter": fields,
@@ -57,9 +57,10 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     note = ctx.note(project_id, args["path"])
     expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
     original = note.editable_text("its front matter")
-    current, _ = frontmatter.read(original, note.path)
-    changed = frontmatter.update(original, changes, remove, note.path)
-    after, _ = frontmatter.read(changed, note.path)
+    check = _yaml_check(ctx, note.path)
+    current, _ = frontmatter.read(original, note.path, check=check)
+    changed = frontmatter.update(original, changes, remove, note.path, check=check)
+    after, _ = frontmatter.read(changed, note.path, check=check)
     absent = [name for name in remove if name not in current]
     extra: dict[str, Any] = {"frontmatter": after}
     if absent:
@@ -74,6 +75,22 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         done="Updated the front matter of",
         extra=extra,
     )
+
+
+def _yaml_check(ctx: ToolContext, path: str) -> Callable[[], None]:
+    """Stops reading or changing the YAML of ``path`` when the call is cancelled or its budget has run out:
+    parsing is CPU work that no request's time limit covers."""
+
+    def check() -> None:
+        if ctx.token is not None and ctx.token.cancelled:
+            raise CallCancelledError()
+        if ctx.budget is not None and ctx.budget.remaining() <= 0:
+            raise frontmatter.FrontMatterError(
+                f"The front matter of {path} took longer to read than this call's {ctx.budget.seconds:g} s budget, "
+                "so it was stopped; nothing was written. Read the note with read_note instead."
+            )
+
+    return check
 
 
 # -- schema tools -----------------------------------------------------------------------------------------
@@ -188,8 +205,9 @@ def upsert(schema: Schema, ctx: ToolContext, args: Mapping[str, Any]) -> ToolOut
         return _create(schema, ctx, project_id, path, schema.with_defaults(args))
     note = ctx.note(project_id, path)
     original = note.editable_text("its fields")
-    changed = frontmatter.update(original, dict(args), [], note.path)
-    after, _ = frontmatter.read(changed, note.path)
+    check = _yaml_check(ctx, note.path)
+    changed = frontmatter.update(original, dict(args), [], note.path, check=check)
+    after, _ = frontmatter.read(changed, note.path, check=check)
     extra = {"action": "updated" if changed != original else "unchanged", "frontmatter": after}
     return rewrite(ctx, project_id, note, changed, dry_run=False, edits="these fields", done="Updated", extra=extra)
 

@@ -159,7 +159,7 @@ def test_values_are_written_the_way_obsidian_writes_them() -> None:
     )
     assert changed == (
         "---\ntitle: x\ntags:\n  - a\n  - b\ndue: 2026-12-01\nnotes: |\n  line one\n  line two\n"
-        "flag: yes\ncount: '10'\nempty:\nmeta:\n  k:\n    - 1\n    - 2\n---\n"
+        "flag: 'yes'\ncount: '10'\nempty:\nmeta:\n  k:\n    - 1\n    - 2\n---\n"
     )
     assert read(changed) == {
         "title": "x",
@@ -231,6 +231,68 @@ def test_an_unclosed_block_is_not_guessed_at() -> None:
 def test_invalid_yaml_is_not_changed() -> None:
     with pytest.raises(FrontMatterError, match="line 3"):  # where the list should have been closed
         update("---\na: [1\n---\n", {"b": 2})
+
+
+# -- blocks that crashed update_frontmatter, and merge keys -------------------------------------------------
+
+
+@pytest.mark.parametrize("block", ["", "\n", "# only a comment\n", "\n# a comment\n\n", "&anchor\n"])
+def test_an_empty_or_comment_only_block_gets_the_new_fields_and_keeps_its_lines(block: str) -> None:
+    text = f"---\n{block}---\nbody\n"
+    changed = update(text, {"status": "done"})
+    assert changed == f"---\n{block}status: done\n---\nbody\n"
+    assert read(changed) == {"status": "done"}
+    assert update(text, {}, ["missing"]) == text
+
+
+MERGED = "---\nbase: &base\n  a: 1\n  b: 2\n<<: *base\nc: 3   # own\n---\nbody\n"
+
+
+def test_merge_keys_read_as_the_fields_they_bring_in() -> None:
+    assert read(MERGED) == {"base": {"a": 1, "b": 2}, "c": 3, "a": 1, "b": 2}
+    nested = "---\ndefaults: &d {size: M, color: red}\nitem:\n  <<: *d\n  color: blue\n---\n"
+    assert read(nested)["item"] == {"color": "blue", "size": "M"}  # the mapping's own key wins
+
+
+def test_fields_around_a_merge_entry_change_line_by_line_and_the_merge_line_stays() -> None:
+    text = "---\np: 1\n<<: {a: 1}\nq: 2\n---\n"
+    assert update(text, {"p": 5, "q": 6}) == "---\np: 5\n<<: {a: 1}\nq: 6\n---\n"
+    assert update(MERGED, {"c": 4, "new": True}) == MERGED.replace("c: 3   # own\n", "c: 4\nnew: true\n")
+
+
+def test_setting_a_merged_field_writes_an_own_line_and_leaves_the_merged_mapping() -> None:
+    changed = update(MERGED, {"a": 10})
+    assert changed == MERGED.replace("c: 3   # own\n", "c: 3   # own\na: 10\n")
+    assert read(changed) == {"base": {"a": 1, "b": 2}, "c": 3, "a": 10, "b": 2}
+
+
+def test_removing_a_merged_field_is_refused_because_it_would_still_be_there() -> None:
+    with pytest.raises(FrontMatterError) as caught:
+        update(MERGED, {}, ["a"])
+    assert str(caught.value) == (
+        "Cannot remove a from the front matter of n.md: it comes from a merge key (<<: …), not from a line of its "
+        "own, so removing would change nothing. Set it to null instead, or change the << entry with edit_note. "
+        "Nothing was written."
+    )
+    for block in ["<<: {a: 1, b: 1}\na: 2\n", "<<: {a: 1}\na: 2\n"]:  # its own line goes, the merged a comes back
+        with pytest.raises(FrontMatterError) as caught:
+            update(f"---\n{block}---\n", {}, ["a"])
+        assert str(caught.value) == (
+            "Cannot remove a from the front matter of n.md: a merge key (<<: …) gives it too, so without its own "
+            "line it would still be there, with the merged value. Set it to null instead, or change the << entry "
+            "with edit_note. Nothing was written."
+        )
+    assert read(update(MERGED, {"a": None}))["a"] is None
+
+
+def test_changing_the_mapping_a_merge_refers_to_never_changes_the_merged_fields() -> None:
+    for changes, remove in [({"base": {"a": 5}}, []), ({}, ["base"])]:
+        changed = update(MERGED, changes, remove)
+        fields = read(changed)
+        assert (fields["a"], fields["b"], fields["c"]) == (1, 2, 3), changed
+        assert fields.get("base") == changes.get("base")
+    nested = "---\ndefaults: &d {size: M, color: red}\nitem:\n  <<: *d\n  color: blue\n---\n"
+    assert read(update(nested, {"defaults": {"size": "L"}}))["item"] == {"color": "blue", "size": "M"}
 
 
 # -- the tools ----------------------------------------------------------------------------------------------
@@ -343,6 +405,23 @@ async def test_invalid_yaml_in_the_vault_is_named_and_left_alone(session: Sessio
     text, is_error, _ = await session.call("update_frontmatter", path="n.md", set={"a": 1})
     assert is_error and "Invalid front matter in n.md" in text
     assert session.operations() == ["CREATE"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ("", {"status": "done"}),
+        ("# only a comment\n", {"status": "done"}),
+        ("base: &base {a: 1}\n<<: *base\nb: 2\n", {"base": {"a": 1}, "b": 2, "a": 1, "status": "done"}),
+    ],
+)
+async def test_blocks_that_crashed_the_tool_are_updated(session: Session, block: str, expected: dict[str, Any]) -> None:
+    await session.ok("write_note", path="n.md", content=f"---\n{block}---\nbody\n")
+    updated = await session.ok("update_frontmatter", path="n.md", set={"status": "done"})
+    assert updated["frontmatter"] == expected
+    stored = session.content("n.md").decode()
+    assert stored == f"---\n{block}status: done\n---\nbody\n" and read(stored) == expected
 
 
 # -- many values, checked by reading back -----------------------------------------------------------------

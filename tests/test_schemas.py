@@ -444,3 +444,15 @@ async def test_write_scopes_and_the_audit_log_see_the_templated_path(vault: Loca
         ("failed", ["Recipes/dessert/cake.md"]),
         ("applied", ["Recipes/soup/borscht.md"]),
     ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("block", ["", "# people wrote this\n", "base: &base {servings: 4}\n<<: *base\n"])
+async def test_upsert_merges_into_empty_comment_only_and_merge_key_blocks(vault: LocalVault, block: str) -> None:
+    seed(vault, "Recipes/soup/borscht.md", f"---\n{block}---\n## Method\n")
+    async with session_on(vault) as session:
+        merged = await session.ok("upsert_recipe", recipe_id="borscht", category="soup", title="Borscht")
+    assert merged["action"] == "updated"
+    stored = session.content("Recipes/soup/borscht.md")
+    assert stored == f"---\n{block}recipe_id: borscht\ncategory: soup\ntitle: Borscht\n---\n## Method\n"
+    assert merged["frontmatter"] == read_frontmatter(stored, "x")[0]
