@@ -127,8 +127,8 @@ class Doctor:
         parts = [f"TEAM_VAULT_URL={config.base_url}", "TEAM_VAULT_API_KEY set", project]
         if config.read_only:
             parts.append("read-only")
-        if config.write_prefixes:
-            parts.append(f"writes limited to {', '.join(config.write_prefixes)}")
+        if config.writes_fenced:
+            parts.append(f"writes limited to {config.write_scope_text()}")
         if config.audit_log is not None:
             parts.append(f"audit log {config.audit_log}")
         self._add("config", "pass", "; ".join(parts))
@@ -441,10 +441,15 @@ class Doctor:
             client.close()
 
     def _probe(self, config: Config, project: Project, write: Check) -> None:
-        candidates = [f for f in project.files if not config.write_prefixes or f.path.startswith(config.write_prefixes)]
+        prefixes = config.write_prefixes_for(project.id)
+        candidates = [f for f in project.files if prefixes is None or f.path.startswith(prefixes)]
         if not candidates:
-            where = f" under {', '.join(config.write_prefixes)}" if config.write_prefixes else ""
-            self._add("idempotency", "skip", f"probe skipped: the project has no file{where} to probe with")
+            if prefixes == ():
+                why = f"TEAM_VAULT_WRITE_PREFIXES opens no folder of project {project.id}"
+            else:
+                where = f" under {', '.join(p or 'anywhere' for p in prefixes)}" if prefixes else ""
+                why = f"the project has no file{where} to probe with"
+            self._add("idempotency", "skip", f"probe skipped: {why}")
             return
         file = candidates[0]
         with self._client(config) as client:

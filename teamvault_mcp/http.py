@@ -42,6 +42,7 @@ from teamvault_mcp.errors import (
     NetworkError,
     StaleConnectionError,
     TeamVaultError,
+    UnexpectedAnswerError,
 )
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ CONNECT_TIMEOUT = 5.0
 DEFAULT_HEADERS = {"User-Agent": f"teamvault-mcp/{__version__}", "Accept-Encoding": "gzip, deflate"}
 #: Idle keep-alive connections kept per server (more may be open at once; extra ones are closed after use).
 POOL_SIZE = 16
+#: The largest answer read (after gzip): more than twice the 50 MB a Team Vault server's proxy lets a note have.
+MAX_ANSWER_BYTES = 128 * 1024 * 1024
 
 _running = threading.local()  # .attempt: the AttemptGuard running on this thread, if any
 
@@ -232,7 +235,7 @@ class HttpSession:
             )
             answered = True
             # The adapter never follows a redirect (one would carry X-API-Key elsewhere).
-            return Answer(response.status_code, response.headers, response.content)
+            return Answer(response.status_code, response.headers, _body(response, method, api_path))
         except _FAILURES as exc:
             raise self._translate(exc, attempt, method, api_path, limit, answered) from exc
         finally:
@@ -289,6 +292,19 @@ def _prepared(
         prepared.body = data
         prepared.prepare_content_length(data)
     return prepared
+
+
+def _body(response: requests.Response, method: str, api_path: str) -> bytes:
+    """The whole body of an answer, up to :data:`MAX_ANSWER_BYTES`; a longer one is not read on."""
+    chunks = []
+    size = 0
+    for chunk in response.iter_content(64 * 1024):
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            response.close()  # drops the connection: the rest of the body is never read
+            raise UnexpectedAnswerError(method, api_path, f"an answer of more than {MAX_ANSWER_BYTES >> 20} MiB")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _stale_connection(exc: BaseException, attempt: AttemptGuard) -> bool:
