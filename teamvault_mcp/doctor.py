@@ -32,7 +32,8 @@ from urllib.parse import urlsplit
 
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config, load_config
-from teamvault_mcp.errors import ConfigError, HTTPStatusError, TeamVaultError, UnexpectedAnswerError
+from teamvault_mcp.errors import ConfigError, HTTPStatusError, TeamVaultError, UnexpectedAnswerError, printable
+from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock
 
 #: The checks, in the order they run and are reported.
@@ -77,7 +78,17 @@ class Doctor:
         self.checks: list[Check] = []
 
     def run(self) -> list[Check]:
+        """The checks, in order. A server's words in them (names, error texts) never carry the API key,
+        which a server may echo, nor control characters that would garble a terminal."""
         self.checks = []
+        self._run()
+        redactor = Redactor(self.environ.get("TEAM_VAULT_API_KEY", "").strip())
+        for check in self.checks:
+            check.detail = printable(redactor.text(check.detail))
+            check.hint = printable(redactor.text(check.hint)) if check.hint is not None else None
+        return self.checks
+
+    def _run(self) -> list[Check]:
         config = self._config()
         if config is None:
             return self._skip_the_rest("the other checks need a valid configuration")

@@ -16,9 +16,13 @@ from urllib.parse import quote, quote_plus
 HIDDEN = "***"
 
 
+#: Shorter keys are not replaced: they would be found inside ordinary words (a Team Vault key has 70 characters).
+MIN_KEY_CHARS = 8
+
+
 def key_spellings(key: str) -> tuple[str, ...]:
     """The key as sent and URL-encoded (``%2F`` and ``%2f``, ``+`` for a space), longest first."""
-    if not key:
+    if len(key) < MIN_KEY_CHARS:
         return ()
     encoded = quote(key, safe="")
     forms = {key, encoded, quote_plus(key), _lower_escapes(encoded)}
