@@ -21,11 +21,14 @@ MIN_KEY_CHARS = 8
 
 
 def key_spellings(key: str) -> tuple[str, ...]:
-    """The key as sent and URL-encoded (``%2F`` and ``%2f``, ``+`` for a space), longest first."""
+    """The key as sent, upper- and lower-cased, and each of those URL-encoded (``%2F`` and ``%2f``, ``+`` for
+    a space); longest first. (A search ignoring case would cost a hundred times more on a long note.)"""
     if len(key) < MIN_KEY_CHARS:
         return ()
-    encoded = quote(key, safe="")
-    forms = {key, encoded, quote_plus(key), _lower_escapes(encoded)}
+    forms = set()
+    for spelling in (key, key.upper(), key.lower()):
+        encoded = quote(spelling, safe="")
+        forms |= {spelling, encoded, quote_plus(spelling), _lower_escapes(encoded)}
     return tuple(sorted(forms, key=len, reverse=True))
 
 

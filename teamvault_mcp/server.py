@@ -333,6 +333,14 @@ class ToolRunner:
             outcome = error
         except TeamVaultError as error:
             outcome = error
+        except RecursionError:  # a parser recursing into data nested hundreds of levels (a note's YAML, say)
+            log.warning("%s reached the recursion limit", tool.name, exc_info=True)
+            outcome = TeamVaultError(
+                f"{tool.name} stopped: something it read (a note's front matter, say) nests lists or objects "
+                "hundreds of levels deep, deeper than this server can process. Read the note with read_note to "
+                "see it; fix that text, then try again."
+            )
+            outcome.uncertain = True  # unless no write request was sent (see below)
         except Exception as error:  # the one place a bug becomes a message instead of a dead server
             log.exception("internal error in %s", tool.name)
             outcome = TeamVaultError(
