@@ -126,7 +126,8 @@ def _user(raw: dict[str, Any]) -> dict[str, Any] | None:
     if user["id"] is None:
         return None
     for key in ("email", "name"):
-        user[key] = _text_or_none(raw.get(key))
+        if key in raw:
+            user[key] = _text_or_none(raw[key])
     return user
 
 
@@ -136,7 +137,8 @@ def _project_record(raw: Any) -> dict[str, Any] | None:
     project = _scalars(raw)
     project["id"] = _identifier(raw["id"])
     for key in ("slug", "name", "role"):
-        project[key] = _text_or_none(raw.get(key))
+        if key in raw:
+            project[key] = _text_or_none(raw[key])
     return project
 
 
@@ -371,6 +373,8 @@ class TeamVaultClient:
                 )
             except TeamVaultError as error:
                 self._log_attempt(method, shown_path, type(error).__name__, started, number, write)
+                if self._redactor.finds(str(error)):  # a garbled status line may quote what the server echoed
+                    error.args = (self._redactor.text(str(error)),)
                 raise
             self._log_attempt(method, shown_path, str(answer.status), started, number, write)
             if answer.status >= 300:

@@ -32,7 +32,14 @@ from urllib.parse import urlsplit
 
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config, load_config
-from teamvault_mcp.errors import ConfigError, HTTPStatusError, TeamVaultError, UnexpectedAnswerError, printable
+from teamvault_mcp.errors import (
+    ConfigError,
+    HTTPStatusError,
+    TeamVaultError,
+    UnexpectedAnswerError,
+    printable,
+    server_said,
+)
 from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock
 
@@ -284,7 +291,9 @@ class Doctor:
             elif 300 <= error.status < 400:
                 self._add("key", "fail", str(error), "set TEAM_VAULT_URL to the address the server redirects to")
             elif error.status == 404:
-                self._not_team_vault(str(error))
+                # The error's own explanation says the same as the line below: only the answer itself.
+                answer = f"{error.method} {error.api_path} → HTTP {error.status}"
+                self._not_team_vault(answer + server_said(error.detail))
             else:
                 self._add("key", "fail", str(error), "the server is in trouble: see its logs, try again later")
             return False

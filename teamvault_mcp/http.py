@@ -43,6 +43,7 @@ from teamvault_mcp.errors import (
     StaleConnectionError,
     TeamVaultError,
     UnexpectedAnswerError,
+    printable,
 )
 
 log = logging.getLogger(__name__)
@@ -338,7 +339,7 @@ def describe_failure(exc: BaseException) -> str:
     if found(IncompleteRead, urllib3.exceptions.IncompleteRead, urllib3.exceptions.InvalidChunkLength):
         return "the answer was cut off before its end"
     if cause := found(HTTPException):
-        return f"the answer is not valid HTTP ({type(cause).__name__}: {str(cause).strip()[:80]})"
+        return f"the answer is not valid HTTP ({type(cause).__name__}: {printable(str(cause).strip()[:80])})"
     deepest = causes[-1]
     return str(deepest) or type(deepest).__name__
 

@@ -415,7 +415,7 @@ def test_records_keep_only_plain_fields_in_their_types(http_mock: responses.Requ
     http_mock.patch(f"{FILES}/f1", json={"file": {"id": None, "path": deep}})
     client = make_client()
     assert client.whoami() == {"id": "u1", "email": None, "name": None, "role": "ADMIN"}
-    assert client.list_projects() == [{"id": "p1", "slug": "s", "name": None, "role": None, "n": None}]
+    assert client.list_projects() == [{"id": "p1", "slug": "s", "name": None, "n": None}]
     assert client.list_versions(PROJECT, "f1") == [
         {"id": "v1", "versionNumber": None, "author": {"id": "u", "name": None, "email": None}}
     ]
