@@ -21,10 +21,10 @@ import anyio
 import mcp.types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from teamvault_mcp.wire import map_strings, nesting_depth, valid_unicode
+from teamvault_mcp.wire import is_valid_unicode, map_strings, nesting_depth, valid_unicode
 
 log = logging.getLogger(__name__)
 
@@ -196,9 +196,7 @@ class WritesOnlyWritable:
         self._inner = inner
 
     async def send(self, item: SessionMessage) -> None:
-        try:
-            item.message.model_dump_json(by_alias=True, exclude_unset=True)
-        except (PydanticSerializationError, ValueError):
+        if not writable(item.message):
             repaired = _repaired(item.message)
             if repaired is None:
                 return
@@ -216,6 +214,30 @@ class WritesOnlyWritable:
 
     def __getattr__(self, name: str) -> Any:  # anything else the SDK asks of its write stream
         return getattr(self._inner, name)
+
+
+def writable(message: Any) -> bool:
+    """Whether ``model_dump_json`` can write ``message``: only valid Unicode, at most :data:`MAX_WRITTEN_DEPTH`
+    levels of nesting. A walk over its values, without writing it (that would cost as much as the write)."""
+    pending: list[tuple[Any, int]] = [(message, 0)]
+    while pending:
+        current, depth = pending.pop()
+        if isinstance(current, str):
+            if not is_valid_unicode(current):
+                return False
+            continue
+        if isinstance(current, BaseModel):
+            children: Any = vars(current).values()
+        elif isinstance(current, dict):
+            children = [*current.keys(), *current.values()]
+        elif isinstance(current, list | tuple):
+            children = current
+        else:
+            continue
+        if depth >= MAX_WRITTEN_DEPTH:
+            return False
+        pending.extend((child, depth + 1) for child in children if not isinstance(child, int | float | None))
+    return True
 
 
 def _repaired(message: Any) -> Any:

@@ -20,11 +20,20 @@ SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 REPLACEMENT = "\ufffd"
 
 
+def is_valid_unicode(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8: it holds no lone surrogate."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")  # several times faster than searching for a surrogate
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def valid_unicode(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD (the same string when it has none)."""
-    if text.isascii():
-        return text
-    return _LONE_SURROGATE.sub(REPLACEMENT, text)
+    return text if is_valid_unicode(text) else _LONE_SURROGATE.sub(REPLACEMENT, text)
 
 
 def nesting_depth(value: Any, limit: int) -> int:
