@@ -555,3 +555,15 @@ async def test_a_server_that_echoes_headers_never_gets_the_key_into_a_result(
     assert not is_error
     assert structured["name"] == "***" and API_KEY not in whoami
     assert '"X-API-Key": "***"' in note and API_KEY not in note
+
+
+async def test_an_upper_case_content_hash_from_the_server_compares_equal(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    note = b"# Tasks\n"
+    digest = hashlib.sha256(note).hexdigest()
+    resolves(http_mock, "a.md", file_record("a.md", "f1", contentHash=digest.upper()))
+    http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1")})
+    text, is_error, structured = await call(runner, "write_note", path="a.md", content="new\n", expectedHash=digest)
+    assert not is_error, text  # not a conflict: the server's upper-case hash is the same hash
+    assert structured["action"] == "updated"
