@@ -9,17 +9,25 @@ endpoints and shapes are those of teamvault-api.md §3, §4 and §9.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
-import math
-import re
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from teamvault_mcp.answers import (
+    content_hash,
+    decode_json,
+    file_type_of,
+    identifier,
+    project_record,
+    server_words,
+    size_of,
+    user_record,
+    version_record,
+)
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import (
     BODY_EXCERPT_CHARS,
@@ -32,7 +40,6 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.http import Answer, HttpPool, HttpSession
 from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
-from teamvault_mcp.wire import SURROGATE_ESCAPE, fix_strings_in_place
 
 log = logging.getLogger(__name__)
 
@@ -55,113 +62,18 @@ class VaultFile(NamedTuple):
         """The record, with odd field types tolerated; ``ValueError`` without a string ``id`` and ``path``."""
         if not isinstance(raw, dict):
             raise ValueError("a file record must be an object")
-        file_id, path = _identifier(raw.get("id")), raw.get("path")
+        file_id, path = identifier(raw.get("id")), raw.get("path")
         if file_id is None or not isinstance(path, str) or not path:
             raise ValueError("a file record needs string 'id' and 'path'")
         mime_type = raw.get("mimeType")
         return cls(
             id=file_id,
             path=path,
-            file_type=_file_type(raw.get("fileType")),
-            size=_size(raw.get("size")),
+            file_type=file_type_of(raw.get("fileType")),
+            size=size_of(raw.get("size")),
             content_hash=content_hash(raw.get("contentHash")),
             mime_type=mime_type if isinstance(mime_type, str) else None,
         )
-
-
-def content_hash(value: Any) -> str | None:
-    """A server's ``contentHash`` as we compare hashes: 64 lowercase hex digits; None if it is not one."""
-    if not isinstance(value, str):
-        return None
-    value = value.strip().lower()
-    return value if _HASH.fullmatch(value) else None
-
-
-_HASH = re.compile(r"[0-9a-f]{64}")
-
-
-def _file_type(value: Any) -> str:
-    """``TEXT`` or ``BINARY``; a record without one is text (older servers), an unknown kind is binary."""
-    if value is None or value == "":
-        return "TEXT"
-    kind = str(value).strip().upper() if isinstance(value, str) else ""
-    return kind if kind in ("TEXT", "BINARY") else "BINARY"
-
-
-def _size(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        size = int(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return size if size >= 0 else None
-
-
-def _identifier(value: Any) -> str | None:
-    """An id as a non-empty string (a number is taken as its digits); None for anything else."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
-
-
-def _text_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _scalars(raw: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a record that are strings, numbers, booleans or null (nested values, infinities are dropped)."""
-    return {
-        key: value
-        for key, value in raw.items()
-        if value is None or isinstance(value, str | int | bool) or (isinstance(value, float) and math.isfinite(value))
-    }
-
-
-def _user(raw: dict[str, Any]) -> dict[str, Any] | None:
-    user = _scalars(raw)
-    user["id"] = _identifier(raw.get("id"))
-    if user["id"] is None:
-        return None
-    for key in ("email", "name"):
-        if key in raw:
-            user[key] = _text_or_none(raw[key])
-    return user
-
-
-def _project_record(raw: Any) -> dict[str, Any] | None:
-    if not isinstance(raw, dict) or _identifier(raw.get("id")) is None:
-        return None
-    project = _scalars(raw)
-    project["id"] = _identifier(raw["id"])
-    for key in ("slug", "name", "role"):
-        if key in raw:
-            project[key] = _text_or_none(raw[key])
-    return project
-
-
-def _version_record(raw: Any) -> dict[str, Any] | None:
-    """A version with the fields the contract names in their types (teamvault-api.md §4.1); None without an id."""
-    if not isinstance(raw, dict) or _identifier(raw.get("id")) is None:
-        return None
-    version = _scalars(raw)
-    version["id"] = _identifier(raw["id"])
-    if "versionNumber" in raw:
-        number = raw["versionNumber"]
-        version["versionNumber"] = number if isinstance(number, int) and not isinstance(number, bool) else None
-    if "contentHash" in raw:
-        version["contentHash"] = content_hash(raw["contentHash"])
-    for key in ("authorId", "message", "createdAt"):
-        if key in raw:
-            version[key] = _text_or_none(raw.get(key))
-    if "author" in raw:
-        author = raw["author"]
-        version["author"] = None
-        if isinstance(author, dict):
-            version["author"] = {key: _text_or_none(author.get(key)) for key in ("id", "name", "email")}
-    return version
 
 
 class TeamVaultClient:
@@ -225,7 +137,7 @@ class TeamVaultClient:
     def whoami(self) -> dict[str, Any]:
         """The key's user: string ``id``, ``email`` and ``name`` (or None), and its other plain fields."""
         raw = self._json("GET", "/api/auth/me").get("user")
-        user = _user(raw) if isinstance(raw, dict) else None
+        user = user_record(raw) if isinstance(raw, dict) else None
         if user is None:
             raise self._unexpected("GET", "/api/auth/me", "no 'user' object with an id")
         return user
@@ -235,7 +147,7 @@ class TeamVaultClient:
         projects = self._json("GET", "/api/projects").get("projects")
         if not isinstance(projects, list):
             raise self._unexpected("GET", "/api/projects", "no 'projects' list")
-        return [project for project in map(_project_record, projects) if project is not None]
+        return [project for project in map(project_record, projects) if project is not None]
 
     def list_files(self, project_id: str, *, path: str | None = None, prefix: str | None = None) -> list[VaultFile]:
         """Live files of a project; ``path`` selects at most one, ``prefix`` a subtree (server-side)."""
@@ -257,7 +169,7 @@ class TeamVaultClient:
         if not isinstance(records, list):
             raise self._unexpected("GET", api_path, "no 'files' list")
         return [
-            (record["path"], _file_type(record.get("fileType")))
+            (record["path"], file_type_of(record.get("fileType")))
             for record in records
             if isinstance(record, dict) and isinstance(record.get("path"), str) and record["path"]
         ]
@@ -316,7 +228,7 @@ class TeamVaultClient:
         versions = self._json("GET", api_path).get("versions")
         if not isinstance(versions, list):
             raise self._unexpected("GET", api_path, "no 'versions' list")
-        return [version for version in map(_version_record, versions) if version is not None]
+        return [version for version in map(version_record, versions) if version is not None]
 
     def download_version(self, project_id: str, file_id: str, version_id: str) -> bytes:
         """The bytes of one version, exactly (its ``contentHash`` is theirs)."""
@@ -334,10 +246,9 @@ class TeamVaultClient:
         answer = self._request(method, api_path, **kwargs)
         body, problem = decode_json(answer.body)
         if not isinstance(body, dict):
-            problem = problem or "not a JSON object"
-            raise UnexpectedAnswerError(
-                method, api_path, f"HTTP {answer.status}, {problem}", self._redactor.text(server_words(answer)[1])
-            )
+            _, said = server_words(answer.body, answer.headers.get("Content-Type", ""))
+            problem = f"HTTP {answer.status}, {problem or 'not a JSON object'}"
+            raise UnexpectedAnswerError(method, api_path, problem, self._redactor.text(said))
         return body
 
     def _request(
@@ -403,7 +314,7 @@ class TeamVaultClient:
 
     def _status_error(self, method: str, api_path: str, answer: Answer) -> HTTPStatusError:
         """The error for an error answer: the envelope's code, and what the server said without the API key."""
-        code, said = server_words(answer)
+        code, said = server_words(answer.body, answer.headers.get("Content-Type", ""))
         detail = self._redactor.text(said)
         retry_after = parse_retry_after(answer.headers.get("Retry-After"), self._clock.wall())
         if answer.status == 409 and code == "idempotency_key_in_use":
@@ -433,52 +344,3 @@ def _with_query(api_path: str, params: Mapping[str, str] | None) -> str:
     if not params:
         return api_path
     return api_path + "?" + "&".join(f"{key}={value}" for key, value in params.items())
-
-
-def decode_json(body: bytes) -> tuple[Any, str | None]:
-    """A server's JSON answer decoded defensively: (value, None), or (None, what is wrong with it).
-
-    Invalid UTF-8 becomes U+FFFD, a byte-order mark is skipped, ``NaN``/``Infinity`` read as
-    null, escapes of lone surrogates become U+FFFD (they could not be sent on), and JSON
-    nested deeper than Python can read is refused. Never raises.
-    """
-    text = body.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    try:
-        value = json.loads(text, parse_constant=lambda name: None)
-    except RecursionError:
-        return None, "JSON nested too deeply to read"
-    except ValueError:
-        return None, "not JSON"
-    if SURROGATE_ESCAPE.search(text):
-        fix_strings_in_place(value)
-    return value, None
-
-
-def server_words(answer: Answer) -> tuple[str | None, str]:
-    """The error envelope's ``code`` and what the server said: the envelope's message, the title or text of
-    an HTML page (a proxy's), or the body as it is."""
-    body, _ = decode_json(answer.body)
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            code, message = error.get("code"), error.get("message")
-            return (code if isinstance(code, str) and code else None), (message if isinstance(message, str) else "")
-        for key in ("error", "message"):
-            if isinstance(body.get(key), str):
-                return None, body[key]
-    text = _start_of(answer.body)
-    if _HTML.search(text[:1000]) or "html" in answer.headers.get("Content-Type", "").lower():
-        title = _HTML_TITLE.search(text)
-        text = html.unescape(_HTML_TAG.sub(" ", title.group(1) if title else _HTML_SCRIPT.sub(" ", text)))
-    return None, text
-
-
-def _start_of(body: bytes) -> str:
-    """The first 20,000 bytes of a body as text: enough for any message, and a 100 MB page costs nothing."""
-    return body[:20000].decode("utf-8", errors="replace")
-
-
-_HTML = re.compile(r"<(!doctype|html|head|body|title|h1)\b", re.IGNORECASE)
-_HTML_TITLE = re.compile(r"<(?:title|h1)\b[^>]*>(.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
-_HTML_SCRIPT = re.compile(r"<(script|style)\b.*?</\1>", re.IGNORECASE | re.DOTALL)
-_HTML_TAG = re.compile(r"<[^>]*>")

@@ -25,6 +25,10 @@ turns them into tool results. Nothing else translates errors.
     ├── OutOfTimeError              the call's budget is too short to start a request
     └── CallCancelledError          the host cancelled the call
 
+What an error answer means, in English, is one table next to :class:`HTTPStatusError`:
+:data:`STATUS_MEANINGS` (status, envelope code, what the path names, read or write). It
+makes this module longer than most; it reads better next to the error that uses it.
+
 ``retryable``: the retry loop may try the request again (spec §5.3).
 ``uncertain``: when this error ends a *write*, the change may or may not have been
 applied (spec §5.7), so the message gets :data:`UNCERTAIN_WRITE_HINT`.
