@@ -26,7 +26,7 @@ turns them into tool results. Nothing else translates errors.
     └── CallCancelledError          the host cancelled the call
 
 What an error answer means, in English, is one table next to :class:`HTTPStatusError`:
-:data:`STATUS_MEANINGS` (status, envelope code, what the path names, read or write). It
+:data:`STATUS_MEANINGS` (status, envelope code, what the path names, the method). It
 makes this module longer than most; it reads better next to the error that uses it.
 
 ``retryable``: the retry loop may try the request again (spec §5.3).
@@ -159,26 +159,31 @@ class NotTextError(TeamVaultError):
 # -- what an error answer means -------------------------------------------------------------------
 
 
+#: The methods that change something on the server.
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+
 @dataclass(frozen=True)
 class StatusMeaning:
     """One row of :data:`STATUS_MEANINGS`. ``None`` matches anything; ``status`` may be a range.
 
-    ``target`` is what the API path names (see :func:`target_of`), ``write`` whether the
-    request was a write. ``text`` says what happened and what to do next.
+    ``target`` is what the API path names (see :func:`target_of`), ``methods`` the request
+    methods the row is for (``PATCH`` on a file is a move). ``text`` says what happened and
+    what to do next.
     """
 
     status: int | range
     text: str
     code: str | None = None
     target: str | None = None
-    write: bool | None = None
+    methods: tuple[str, ...] | None = None
 
-    def matches(self, status: int, code: str | None, target: str | None, write: bool) -> bool:
+    def matches(self, status: int, code: str | None, target: str | None, method: str) -> bool:
         return (
             (status == self.status if isinstance(self.status, int) else status in self.status)
             and self.code in (None, code)
             and self.target in (None, target)
-            and self.write in (None, write)
+            and (self.methods is None or method in self.methods)
         )
 
 
@@ -189,8 +194,8 @@ _NOT_TEAM_VAULT = (
 )
 
 #: Error answers in English, most specific row first: the first row that matches is used. A tool-specific
-#: next step (a move onto an existing path, say) is one more row with its ``code`` and ``target``, above the
-#: general one.
+#: next step is one more row above the general one: a move onto an existing path, say, is
+#: ``StatusMeaning(409, "…", code="path_exists", target="file", methods=("PATCH",))``.
 STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
     StatusMeaning(
         range(300, 400),
@@ -226,7 +231,7 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
         403,
         "the key's user may read this project but not write to it (a viewer's role). Nothing was changed. "
         "Ask a project owner for an editor role; or set TEAM_VAULT_READ_ONLY=1 so agents are not offered writes.",
-        write=True,
+        methods=WRITES,
     ),
     StatusMeaning(
         403,
@@ -252,7 +257,7 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
         "the note is no longer there: someone deleted or moved it after it was looked up. Nothing was changed. "
         "Call list_notes to see what is there now.",
         target="file",
-        write=True,
+        methods=WRITES,
     ),
     StatusMeaning(
         404,
@@ -332,10 +337,10 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
 )
 
 
-def meaning_of(status: int, code: str | None, target: str | None, *, write: bool) -> str:
+def meaning_of(status: int, code: str | None, target: str | None, method: str) -> str:
     """The English text of the first row of :data:`STATUS_MEANINGS` that matches this answer."""
     for row in STATUS_MEANINGS:
-        if row.matches(status, code, target, write):
+        if row.matches(status, code, target, method):
             return row.text
     return STATUS_MEANINGS[-1].text
 
@@ -396,7 +401,7 @@ class HTTPStatusError(TeamVaultError):
         self.retryable = status in RETRYABLE_STATUSES
         # 429 means "refused, not processed"; a 5xx may come after the work was done.
         self.uncertain = status >= 500
-        meaning = meaning_of(status, code, target_of(api_path), write=method not in ("GET", "HEAD"))
+        meaning = meaning_of(status, code, target_of(api_path), method)
         shown_code = f" ({printable(code)[:80]})" if code else ""
         text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning.format(location=location or '?')}"
         super().__init__(text + server_said(detail))

@@ -307,8 +307,8 @@ def test_each_status_meaning_row_is_reachable() -> None:
         if isinstance(row.status, range):  # a range row is reached by a status no single row names
             singles = {r.status for r in STATUS_MEANINGS if isinstance(r.status, int)}
             status = next(s for s in row.status if s not in singles and s > 0)
-        write = row.write if row.write is not None else False
-        assert meaning_of(status, row.code, row.target, write=write) == row.text, row
+        method = row.methods[0] if row.methods else "GET"
+        assert meaning_of(status, row.code, row.target, method) == row.text, row
 
 
 # -- the API key never passes through (issue 13) ------------------------------------------------------------
