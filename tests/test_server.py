@@ -567,3 +567,15 @@ async def test_an_upper_case_content_hash_from_the_server_compares_equal(
     text, is_error, structured = await call(runner, "write_note", path="a.md", content="new\n", expectedHash=digest)
     assert not is_error, text  # not a conflict: the server's upper-case hash is the same hash
     assert structured["action"] == "updated"
+
+
+async def test_front_matter_nested_too_deeply_to_parse_is_a_tool_error_not_a_bug(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    note = b"---\nx: " + b"[" * 400 + b"]" * 400 + b"\n---\n# Tasks\n"
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    http_mock.get(f"{FILES}/f1", body=note)
+    text, is_error, _ = await call(runner, "read_frontmatter", path="a.md")
+    assert is_error
+    assert not text.startswith("Internal error"), text
+    assert "a.md" in text or "nests" in text
