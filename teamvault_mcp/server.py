@@ -7,7 +7,9 @@ task turns that into :meth:`CancelToken.cancel`, which wakes the worker's pause
 and shuts its in-flight socket down, so the worker stops within milliseconds.
 The SDK sends no response for a cancelled request.
 
-Errors of our tree become tool results with ``isError: true`` here, and only here.
+Errors of our tree become tool results with ``isError: true`` here, and only here;
+every result is made sendable here too (no API key, valid Unicode, bounded nesting).
+The stdio transport and its guards are in ``stdio.py``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from teamvault_mcp.paths import stored_path_of
 from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.search import SearchIndex
+from teamvault_mcp.stdio import serve_stdio
 from teamvault_mcp.structured import SCHEMA_LOAD_LIMIT, SchemaRegistry, SchemaSet
 from teamvault_mcp.tools import Tool, tools_for
 from teamvault_mcp.wire import map_strings, nesting_depth, valid_unicode
@@ -503,8 +506,6 @@ def _instructions(config: Config) -> str:
 
 def serve(config: Config) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin."""
-    from teamvault_mcp.stdio import serve_stdio
-
     runner = ToolRunner(config)
     runner.start_schema_load()  # meanwhile the host's initialize is answered
     server = build_server(runner)
