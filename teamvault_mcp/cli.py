@@ -124,7 +124,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         config = load_config(environ)
     except ConfigError as error:
         return _config_failure(error)
-    _configure_logging(config.log_level)
+    _configure_logging(config.log_level, config.api_key)
 
     from teamvault_mcp.server import serve
 
@@ -158,7 +158,7 @@ def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callabl
 def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from teamvault_mcp.doctor import Doctor, report_json, report_text
 
-    _configure_logging(_log_level(environ))
+    _configure_logging(_log_level(environ), environ.get("TEAM_VAULT_API_KEY", "").strip())
     doctor = Doctor(environ)
     try:
         checks = doctor.run()
@@ -174,7 +174,7 @@ def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         config = load_config(environ)
     except ConfigError as error:
         return _config_failure(error)
-    _configure_logging(config.log_level)
+    _configure_logging(config.log_level, config.api_key)
 
     import anyio
 
@@ -337,9 +337,12 @@ def _config_failure(error: ConfigError) -> int:
     return 1
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(level: str, api_key: str | None = None) -> None:
+    from teamvault_mcp.redact import RedactingFilter
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{PROG} %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter(api_key))  # a server's words in a log line may echo the key
     ours = logging.getLogger("teamvault_mcp")
     ours.setLevel(level.upper())
     for earlier in list(ours.handlers):  # configured again after --local started its vault

@@ -17,14 +17,28 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from teamvault_mcp.answers import (
+    content_hash,
+    decode_json,
+    file_type_of,
+    identifier,
+    project_record,
+    server_words,
+    size_of,
+    user_record,
+    version_record,
+)
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import (
+    BODY_EXCERPT_CHARS,
     HTTPStatusError,
     KeyInUseError,
     TeamVaultError,
     UnexpectedAnswerError,
+    printable,
 )
 from teamvault_mcp.http import Answer, HttpPool, HttpSession
+from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
 
 log = logging.getLogger(__name__)
@@ -40,28 +54,26 @@ class VaultFile(NamedTuple):
     path: str
     file_type: str  # "TEXT" or "BINARY"
     size: int | None  # the server sends a decimal string
-    content_hash: str | None = None
+    content_hash: str | None = None  # 64 lowercase hex digits, or None when the server gave no usable one
     mime_type: str | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> VaultFile:
-        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("path"), str):
+        """The record, with odd field types tolerated; ``ValueError`` without a string ``id`` and ``path``."""
+        if not isinstance(raw, dict):
+            raise ValueError("a file record must be an object")
+        file_id, path = identifier(raw.get("id")), raw.get("path")
+        if file_id is None or not isinstance(path, str) or not path:
             raise ValueError("a file record needs string 'id' and 'path'")
+        mime_type = raw.get("mimeType")
         return cls(
-            id=raw["id"],
-            path=raw["path"],
-            file_type=str(raw.get("fileType") or "TEXT"),
-            size=_size(raw.get("size")),
-            content_hash=raw.get("contentHash"),
-            mime_type=raw.get("mimeType"),
+            id=file_id,
+            path=path,
+            file_type=file_type_of(raw.get("fileType")),
+            size=size_of(raw.get("size")),
+            content_hash=content_hash(raw.get("contentHash")),
+            mime_type=mime_type if isinstance(mime_type, str) else None,
         )
-
-
-def _size(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 class TeamVaultClient:
@@ -87,11 +99,16 @@ class TeamVaultClient:
         self._own_pool = pool is None  # without a shared pool, the client keeps (and closes) its own
         self._pool = pool if pool is not None else HttpPool(base_url)
         self._http = HttpSession(token, self._pool)
+        self._redactor = Redactor(api_key)
         self.idempotency_key = str(uuid.uuid4())
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False
-        #: HTTP attempts made by the write requests of this call (for the audit log).
-        self.write_attempts = 0
+        self._write_attempts = [0]  # shared with forks: one count for the whole call
+
+    @property
+    def write_attempts(self) -> int:
+        """HTTP attempts made by the write requests of this call, forks included (audit log; 0: nothing sent)."""
+        return self._write_attempts[0]
 
     def fork(self) -> TeamVaultClient:
         """A client for another thread of the same call: same budget, cancel token, key and connection pool."""
@@ -105,6 +122,7 @@ class TeamVaultClient:
             pool=self._pool,
         )
         twin.idempotency_key = self.idempotency_key
+        twin._write_attempts = self._write_attempts
         return twin
 
     def __repr__(self) -> str:
@@ -117,16 +135,19 @@ class TeamVaultClient:
     # -- endpoints -------------------------------------------------------------------------------
 
     def whoami(self) -> dict[str, Any]:
-        user = self._json("GET", "/api/auth/me").get("user")
-        if not isinstance(user, dict):
-            raise self._unexpected("GET", "/api/auth/me", "no 'user' object")
+        """The key's user: string ``id``, ``email`` and ``name`` (or None), and its other plain fields."""
+        raw = self._json("GET", "/api/auth/me").get("user")
+        user = user_record(raw) if isinstance(raw, dict) else None
+        if user is None:
+            raise self._unexpected("GET", "/api/auth/me", "no 'user' object with an id")
         return user
 
     def list_projects(self) -> list[dict[str, Any]]:
+        """The projects the key reaches: string ``id``; ``slug``, ``name``, ``role`` strings or None."""
         projects = self._json("GET", "/api/projects").get("projects")
         if not isinstance(projects, list):
             raise self._unexpected("GET", "/api/projects", "no 'projects' list")
-        return [p for p in projects if isinstance(p, dict)]
+        return [project for project in map(project_record, projects) if project is not None]
 
     def list_files(self, project_id: str, *, path: str | None = None, prefix: str | None = None) -> list[VaultFile]:
         """Live files of a project; ``path`` selects at most one, ``prefix`` a subtree (server-side)."""
@@ -148,9 +169,9 @@ class TeamVaultClient:
         if not isinstance(records, list):
             raise self._unexpected("GET", api_path, "no 'files' list")
         return [
-            (record["path"], str(record.get("fileType") or "TEXT"))
+            (record["path"], file_type_of(record.get("fileType")))
             for record in records
-            if isinstance(record, dict) and isinstance(record.get("path"), str)
+            if isinstance(record, dict) and isinstance(record.get("path"), str) and record["path"]
         ]
 
     def find_file(self, project_id: str, stored_path: str) -> VaultFile | None:
@@ -196,7 +217,8 @@ class TeamVaultClient:
         ).get("file")
         if not isinstance(moved, dict):
             raise self._unexpected("PATCH", api_path, "no 'file' object")
-        return moved
+        # Only the fields the contract names, and only as strings: a caller falls back on what it sent.
+        return {key: moved[key] for key in ("id", "path") if isinstance(moved.get(key), str) and moved[key]}
 
     def delete_file(self, project_id: str, file_id: str) -> None:
         self._request("DELETE", _file(project_id, file_id), write=True)
@@ -206,7 +228,7 @@ class TeamVaultClient:
         versions = self._json("GET", api_path).get("versions")
         if not isinstance(versions, list):
             raise self._unexpected("GET", api_path, "no 'versions' list")
-        return [v for v in versions if isinstance(v, dict)]
+        return [version for version in map(version_record, versions) if version is not None]
 
     def download_version(self, project_id: str, file_id: str, version_id: str) -> bytes:
         """The bytes of one version, exactly (its ``contentHash`` is theirs)."""
@@ -222,12 +244,11 @@ class TeamVaultClient:
 
     def _json(self, method: str, api_path: str, **kwargs: Any) -> dict[str, Any]:
         answer = self._request(method, api_path, **kwargs)
-        try:
-            body = json.loads(answer.body)
-        except ValueError:
-            body = None
+        body, problem = decode_json(answer.body)
         if not isinstance(body, dict):
-            raise UnexpectedAnswerError(method, api_path, f"HTTP {answer.status}, not a JSON object", answer.text)
+            _, said = server_words(answer.body, answer.headers.get("Content-Type", ""))
+            problem = f"HTTP {answer.status}, {problem or 'not a JSON object'}"
+            raise UnexpectedAnswerError(method, api_path, problem, self._redactor.text(said))
         return body
 
     def _request(
@@ -249,7 +270,7 @@ class TeamVaultClient:
         def attempt(limit: float, number: int) -> Answer:
             started = time.perf_counter()
             if write:
-                self.write_attempts += 1
+                self._write_attempts[0] += 1
             try:
                 answer = self._http.send(
                     method,
@@ -263,6 +284,8 @@ class TeamVaultClient:
                 )
             except TeamVaultError as error:
                 self._log_attempt(method, shown_path, type(error).__name__, started, number, write)
+                if self._redactor.finds(str(error)):  # a garbled status line may quote what the server echoed
+                    error.args = (self._redactor.text(str(error)),)
                 raise
             self._log_attempt(method, shown_path, str(answer.status), started, number, write)
             if answer.status >= 300:
@@ -290,15 +313,19 @@ class TeamVaultClient:
             log.debug("%s %s → %s in %.1f ms (attempt %d)%s", method, path, outcome, ms, number, key)
 
     def _status_error(self, method: str, api_path: str, answer: Answer) -> HTTPStatusError:
-        text = answer.text
-        code = _error_code(text)
+        """The error for an error answer: the envelope's code, and what the server said without the API key."""
+        code, said = server_words(answer.body, answer.headers.get("Content-Type", ""))
+        detail = self._redactor.text(said)
         retry_after = parse_retry_after(answer.headers.get("Retry-After"), self._clock.wall())
         if answer.status == 409 and code == "idempotency_key_in_use":
-            return KeyInUseError(method, api_path, text, retry_after=retry_after)
+            return KeyInUseError(method, api_path, detail, retry_after=retry_after)
+        location = None
         if 300 <= answer.status < 400:
-            location = answer.headers.get("Location", "?")
-            text = f"redirected to {location} — set TEAM_VAULT_URL to the server's final address"
-        return HTTPStatusError(method, api_path, answer.status, text, code=code, retry_after=retry_after)
+            location = printable(self._redactor.text(answer.headers.get("Location") or "?"))[:BODY_EXCERPT_CHARS]
+            detail = ""  # a redirect's body is a page for browsers
+        return HTTPStatusError(
+            method, api_path, answer.status, detail, code=code, retry_after=retry_after, location=location
+        )
 
     def _unexpected(self, method: str, api_path: str, problem: str) -> UnexpectedAnswerError:
         return UnexpectedAnswerError(method, api_path, problem)
@@ -317,14 +344,3 @@ def _with_query(api_path: str, params: Mapping[str, str] | None) -> str:
     if not params:
         return api_path
     return api_path + "?" + "&".join(f"{key}={value}" for key, value in params.items())
-
-
-def _error_code(body: str) -> str | None:
-    """The ``code`` of the server's error envelope ``{"error": {"code", "message"}}``, if the body is one."""
-    try:
-        envelope = json.loads(body)
-    except ValueError:
-        return None
-    error = envelope.get("error") if isinstance(envelope, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, str) else None

@@ -54,10 +54,37 @@ class Config:
     cache_namespace: str | None = None
     #: Where each write tool call is recorded as one JSON line; None: no audit log.
     audit_log: Path | None = None
-    #: Folders (``"agents/"``) that write tools may touch; empty: all of the vault.
+    #: Folders (``"agents/"``) that write tools may touch in every project.
     write_prefixes: tuple[str, ...] = ()
+    #: ``(projectId, folder)``: a folder write tools may touch in that project only (``""``: all of it).
+    project_write_prefixes: tuple[tuple[str, str], ...] = ()
     #: The folder (``"schemas/"``) of the schema notes that define upsert_<name> tools; None: none.
     schema_dir: str | None = None
+
+    @property
+    def writes_fenced(self) -> bool:
+        """Whether TEAM_VAULT_WRITE_PREFIXES limits the write tools at all."""
+        return bool(self.write_prefixes or self.project_write_prefixes)
+
+    def write_prefixes_for(self, project_id: str | None) -> tuple[str, ...] | None:
+        """The folders write tools may touch in ``project_id``; None: writes are not fenced.
+
+        The bare prefixes hold in every project, a project's own ones in it alone. When
+        any prefix is set, a project none of them reaches gets an empty tuple: no writes.
+        """
+        if not self.writes_fenced:
+            return None
+        own = tuple(prefix for project, prefix in self.project_write_prefixes if project == project_id)
+        return tuple(dict.fromkeys(self.write_prefixes + own))
+
+    def write_scope_text(self) -> str:
+        """The write scopes in words: ``agents/, inbox/``; with project scopes ``agents/ (every project),
+        inbox/ (project p1)``."""
+        if not self.project_write_prefixes:
+            return ", ".join(self.write_prefixes)
+        parts = [f"{prefix} (every project)" for prefix in self.write_prefixes]
+        parts += [f"{prefix or 'everything'} (project {project})" for project, prefix in self.project_write_prefixes]
+        return ", ".join(parts)
 
 
 def load_config(environ: Mapping[str, str]) -> Config:
@@ -83,7 +110,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
 
     cache_dir = _cache_dir(environ, problems)
     audit_log = _absolute_path(environ, "TEAM_VAULT_AUDIT_LOG", problems)
-    write_prefixes = _write_prefixes(environ, problems)
+    write_prefixes, project_write_prefixes = _write_prefixes(environ, problems)
     schema_dir = _schema_dir(environ, project_id, problems)
     cache_max_mb = _number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
@@ -104,6 +131,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         cache_namespace=environ.get("TEAM_VAULT_CACHE_NAMESPACE", "").strip() or None,
         audit_log=audit_log,
         write_prefixes=write_prefixes,
+        project_write_prefixes=project_write_prefixes,
         schema_dir=schema_dir,
     )
 
@@ -189,7 +217,7 @@ def _absolute_path(environ: Mapping[str, str], name: str, problems: list[str]) -
     return path
 
 
-def _folder(name: str, item: str, problems: list[str]) -> str | None:
+def _folder(name: str, item: str, problems: list[str], *, shown: str | None = None) -> str | None:
     """``./agents`` → ``agents/``: a folder in the server's stored spelling, or None (a problem noted)."""
     from teamvault_mcp.errors import InvalidPathError
     from teamvault_mcp.paths import stored_path_of
@@ -197,7 +225,7 @@ def _folder(name: str, item: str, problems: list[str]) -> str | None:
     try:
         return stored_path_of(item, incoming=True) + "/"
     except InvalidPathError as error:
-        problems.append(f"{name}: {item!r} is not a folder a note could be in ({error.rule}).")
+        problems.append(f"{name}: {shown or item!r} is not a folder a note could be in ({error.rule}).")
         return None
 
 
@@ -212,16 +240,39 @@ def _schema_dir(environ: Mapping[str, str], project_id: str | None, problems: li
     return _folder("TEAM_VAULT_SCHEMA_DIR", raw, problems)
 
 
-def _write_prefixes(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]:
-    """``agents/, inbox`` → ``("agents/", "inbox/")``: folders, in the server's stored spelling."""
-    raw = environ.get("TEAM_VAULT_WRITE_PREFIXES", "")
-    prefixes = []
+def _write_prefixes(
+    environ: Mapping[str, str], problems: list[str]
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """``agents/, p1:inbox, p2:/`` → ``("agents/",)`` and ``(("p1", "inbox/"), ("p2", ""))``.
+
+    A bare folder holds in every project; ``<projectId>:<folder>`` in that project only, and
+    ``<projectId>:/`` opens all of it. Folders are in the server's stored spelling. A colon
+    cannot be part of a folder (the server refuses ``:`` in new paths), so it always names a project.
+    """
+    name = "TEAM_VAULT_WRITE_PREFIXES"
+    raw = environ.get(name, "")
+    everywhere: list[str] = []
+    scoped: list[tuple[str, str]] = []
     for item in (part.strip() for part in raw.split(",")):
         if not item:
             continue
-        folder = _folder("TEAM_VAULT_WRITE_PREFIXES", item, problems)
+        project, colon, folder_part = item.partition(":")
+        if not colon:
+            folder = _folder(name, item, problems)
+            if folder is not None:
+                everywhere.append(folder)
+            continue
+        project = project.strip()
+        if not project:
+            problems.append(f"{name}: {item!r} names no project before the colon (use <projectId>:<folder>).")
+            continue
+        folder_part = folder_part.strip()
+        if folder_part in ("", "/"):
+            scoped.append((project, ""))
+            continue
+        folder = _folder(name, folder_part, problems, shown=item)
         if folder is not None:
-            prefixes.append(folder)
-    if raw.strip() and not prefixes and not problems:
-        problems.append("TEAM_VAULT_WRITE_PREFIXES names no folder; leave it unset to allow writes everywhere.")
-    return tuple(dict.fromkeys(prefixes))
+            scoped.append((project, folder))
+    if raw.strip() and not everywhere and not scoped and not problems:
+        problems.append(f"{name} names no folder; leave it unset to allow writes everywhere.")
+    return tuple(dict.fromkeys(everywhere)), tuple(dict.fromkeys(scoped))

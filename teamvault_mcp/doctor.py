@@ -32,7 +32,15 @@ from urllib.parse import urlsplit
 
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config, load_config
-from teamvault_mcp.errors import ConfigError, HTTPStatusError, TeamVaultError, UnexpectedAnswerError
+from teamvault_mcp.errors import (
+    ConfigError,
+    HTTPStatusError,
+    TeamVaultError,
+    UnexpectedAnswerError,
+    printable,
+    server_said,
+)
+from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock
 
 #: The checks, in the order they run and are reported.
@@ -77,7 +85,17 @@ class Doctor:
         self.checks: list[Check] = []
 
     def run(self) -> list[Check]:
+        """The checks, in order. A server's words in them (names, error texts) never carry the API key,
+        which a server may echo, nor control characters that would garble a terminal."""
         self.checks = []
+        self._run()
+        redactor = Redactor(self.environ.get("TEAM_VAULT_API_KEY", "").strip())
+        for check in self.checks:
+            check.detail = printable(redactor.text(check.detail))
+            check.hint = printable(redactor.text(check.hint)) if check.hint is not None else None
+        return self.checks
+
+    def _run(self) -> list[Check]:
         config = self._config()
         if config is None:
             return self._skip_the_rest("the other checks need a valid configuration")
@@ -127,8 +145,8 @@ class Doctor:
         parts = [f"TEAM_VAULT_URL={config.base_url}", "TEAM_VAULT_API_KEY set", project]
         if config.read_only:
             parts.append("read-only")
-        if config.write_prefixes:
-            parts.append(f"writes limited to {', '.join(config.write_prefixes)}")
+        if config.writes_fenced:
+            parts.append(f"writes limited to {config.write_scope_text()}")
         if config.audit_log is not None:
             parts.append(f"audit log {config.audit_log}")
         self._add("config", "pass", "; ".join(parts))
@@ -273,7 +291,9 @@ class Doctor:
             elif 300 <= error.status < 400:
                 self._add("key", "fail", str(error), "set TEAM_VAULT_URL to the address the server redirects to")
             elif error.status == 404:
-                self._not_team_vault(str(error))
+                # The error's own explanation says the same as the line below: only the answer itself.
+                answer = f"{error.method} {error.api_path} → HTTP {error.status}"
+                self._not_team_vault(answer + server_said(error.detail))
             else:
                 self._add("key", "fail", str(error), "the server is in trouble: see its logs, try again later")
             return False
@@ -441,10 +461,15 @@ class Doctor:
             client.close()
 
     def _probe(self, config: Config, project: Project, write: Check) -> None:
-        candidates = [f for f in project.files if not config.write_prefixes or f.path.startswith(config.write_prefixes)]
+        prefixes = config.write_prefixes_for(project.id)
+        candidates = [f for f in project.files if prefixes is None or f.path.startswith(prefixes)]
         if not candidates:
-            where = f" under {', '.join(config.write_prefixes)}" if config.write_prefixes else ""
-            self._add("idempotency", "skip", f"probe skipped: the project has no file{where} to probe with")
+            if prefixes == ():
+                why = f"TEAM_VAULT_WRITE_PREFIXES opens no folder of project {project.id}"
+            else:
+                where = f" under {', '.join(p or 'anywhere' for p in prefixes)}" if prefixes else ""
+                why = f"the project has no file{where} to probe with"
+            self._add("idempotency", "skip", f"probe skipped: {why}")
             return
         file = candidates[0]
         with self._client(config) as client:

@@ -25,6 +25,10 @@ turns them into tool results. Nothing else translates errors.
     ├── OutOfTimeError              the call's budget is too short to start a request
     └── CallCancelledError          the host cancelled the call
 
+What an error answer means, in English, is one table next to :class:`HTTPStatusError`:
+:data:`STATUS_MEANINGS` (status, envelope code, what the path names, the method). It
+makes this module longer than most; it reads better next to the error that uses it.
+
 ``retryable``: the retry loop may try the request again (spec §5.3).
 ``uncertain``: when this error ends a *write*, the change may or may not have been
 applied (spec §5.7), so the message gets :data:`UNCERTAIN_WRITE_HINT`.
@@ -34,6 +38,8 @@ change later.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 UNCERTAIN_WRITE_HINT = (
     "The change may or may not have been applied. "
@@ -81,12 +87,33 @@ class InvalidPathError(ToolInputError):
 
 
 class WriteScopeError(ToolInputError):
-    """A write tool named a note outside ``TEAM_VAULT_WRITE_PREFIXES``; no request was sent."""
+    """A write tool named a note outside ``TEAM_VAULT_WRITE_PREFIXES``; no request was sent.
 
-    def __init__(self, tool: str, argument: str, path: str, prefixes: tuple[str, ...]) -> None:
-        allowed = ", ".join(prefixes)
+    ``project`` is named when some prefixes hold in one project only; ``scopes`` then
+    says where writes may go, for a project none of them opens.
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        argument: str,
+        path: str,
+        prefixes: tuple[str, ...],
+        *,
+        project: str | None = None,
+        scopes: str = "",
+    ) -> None:
+        where = f" in project {printable(project)}" if project is not None else ""
+        if not prefixes:
+            super().__init__(
+                f"{tool} refused: this server may not write{where or ' without a projectId'} at all "
+                f"(TEAM_VAULT_WRITE_PREFIXES opens only: {scopes}). Nothing was sent. Reading stays possible "
+                "everywhere; write in a project listed there, or ask whoever runs this server to add this one."
+            )
+            return
+        allowed = ", ".join(prefix or "anywhere" for prefix in prefixes)
         super().__init__(
-            f"{tool} refused: {argument} {printable(path)!r} is outside the folders this server may write to "
+            f"{tool} refused: {argument} {printable(path)!r} is outside the folders this server may write to{where} "
             f"({allowed}; set by TEAM_VAULT_WRITE_PREFIXES). Nothing was sent. Write under one of them instead; "
             "reading stays possible everywhere."
         )
@@ -129,49 +156,276 @@ class NotTextError(TeamVaultError):
         super().__init__(f"Not a text file: {printable(path)} ({mime_type}).")
 
 
+# -- what an error answer means -------------------------------------------------------------------
+
+
+#: The methods that change something on the server.
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+
+@dataclass(frozen=True)
+class StatusMeaning:
+    """One row of :data:`STATUS_MEANINGS`. ``None`` matches anything; ``status`` may be a range.
+
+    ``target`` is what the API path names (see :func:`target_of`), ``methods`` the request
+    methods the row is for (``PATCH`` on a file is a move). ``text`` says what happened and
+    what to do next.
+    """
+
+    status: int | range
+    text: str
+    code: str | None = None
+    target: str | None = None
+    methods: tuple[str, ...] | None = None
+
+    def matches(self, status: int, code: str | None, target: str | None, method: str) -> bool:
+        return (
+            (status == self.status if isinstance(self.status, int) else status in self.status)
+            and self.code in (None, code)
+            and self.target in (None, target)
+            and (self.methods is None or method in self.methods)
+        )
+
+
+_BUG = "This is a bug in teamvault-mcp: nothing was changed; please report it with this message."
+_NOT_TEAM_VAULT = (
+    "there is no Team Vault API at this address. TEAM_VAULT_URL must be the address of the Team Vault web app, "
+    "without /api (e.g. https://vault.example.com); run `teamvault-mcp check` to diagnose it."
+)
+
+#: Error answers in English, most specific row first: the first row that matches is used. A tool-specific
+#: next step is one more row above the general one: a move onto an existing path, say, is
+#: ``StatusMeaning(409, "…", code="path_exists", target="file", methods=("PATCH",))``.
+STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
+    StatusMeaning(
+        range(300, 400),
+        "the server redirects this request to {location} instead of answering. Set TEAM_VAULT_URL to the "
+        "server's final address; the redirect was not followed, so the API key went nowhere else.",
+    ),
+    StatusMeaning(
+        400,
+        "the server refused the path (its rule follows). Nothing was changed; use a path it accepts.",
+        code="invalid_path",
+    ),
+    StatusMeaning(
+        400,
+        "the note is larger than this server accepts (its MAX_FILE_SIZE setting). Nothing was written; "
+        "make the note smaller or split it into several notes.",
+        code="file_too_large",
+    ),
+    *(
+        StatusMeaning(400, f"the server found the request malformed. {_BUG}", code=code)
+        for code in ("path_required", "file_required", "expected_multipart", "missing_path")
+    ),
+    StatusMeaning(
+        400,
+        "the server refused the request as invalid. Nothing was changed; check the arguments. If they are "
+        "right, this is a bug in teamvault-mcp: please report it with this message.",
+    ),
+    StatusMeaning(
+        401,
+        "the server refused the API key: it is wrong, revoked or expired. The key is set in TEAM_VAULT_API_KEY; "
+        "run `teamvault-mcp check` to diagnose it, or create a new key in Team Vault (Settings → API keys).",
+    ),
+    StatusMeaning(
+        403,
+        "the key's user may read this project but not write to it (a viewer's role). Nothing was changed. "
+        "Ask a project owner for an editor role; or set TEAM_VAULT_READ_ONLY=1 so agents are not offered writes.",
+        methods=WRITES,
+    ),
+    StatusMeaning(
+        403,
+        "the key's user is not allowed to read this. Ask a project owner for access; list_projects shows the "
+        "projects this key can use.",
+    ),
+    StatusMeaning(
+        404,
+        "the server has a record of this note, but its content is missing from the server's storage: a problem "
+        "on the server. Tell the vault's administrator; list_note_versions may still give an earlier version.",
+        code="file_missing_on_disk",
+    ),
+    StatusMeaning(404, _NOT_TEAM_VAULT, target="account"),
+    StatusMeaning(404, _NOT_TEAM_VAULT, target="projects"),
+    StatusMeaning(
+        404,
+        "no such project, or the key's user is not a member of it. Call list_projects to see the projects this "
+        "key can use, and pass one as projectId.",
+        target="project",
+    ),
+    StatusMeaning(
+        404,
+        "the note is no longer there: someone deleted or moved it after it was looked up. Nothing was changed. "
+        "Call list_notes to see what is there now.",
+        target="file",
+        methods=WRITES,
+    ),
+    StatusMeaning(
+        404,
+        "the note is no longer there: someone deleted or moved it after it was looked up. Call list_notes to "
+        "see what is there now.",
+        target="file",
+    ),
+    StatusMeaning(
+        404,
+        "that version of the note does not exist (any more). Call list_note_versions to see the versions there are.",
+        target="version",
+    ),
+    StatusMeaning(404, "the server does not know this address. Run `teamvault-mcp check` to diagnose it."),
+    StatusMeaning(
+        409,
+        "a note already exists at that path. Nothing was changed; choose another path, or change that note.",
+        code="path_exists",
+    ),
+    StatusMeaning(
+        409,
+        "the path is blocked: a folder of that name holds notes, or a folder on the path is a note. Nothing was "
+        "changed; choose another path.",
+        code="path_blocked",
+    ),
+    StatusMeaning(
+        409,
+        "an earlier attempt of this call (with the same Idempotency-Key) is still being applied by the server.",
+        code="idempotency_key_in_use",
+    ),
+    StatusMeaning(
+        409,
+        "the server refused the change: it conflicts with the note's current state. Nothing was changed; read "
+        "the note again, then redo the change.",
+    ),
+    StatusMeaning(
+        413,
+        "the request is larger than the server accepts (its proxy's body limit: 50 MB in Team Vault's shipped "
+        "Caddy configuration). Nothing was written; make the note smaller.",
+    ),
+    StatusMeaning(
+        422,
+        "the server has seen this call's Idempotency-Key with a different request. " + _BUG,
+        code="idempotency_key_mismatch",
+    ),
+    StatusMeaning(
+        422,
+        "the server could not process the request. Nothing was changed; check the arguments. If they are right, "
+        "this is a bug in teamvault-mcp: please report it with this message.",
+    ),
+    StatusMeaning(
+        429,
+        "the server is busy and asks clients to slow down (rate limited). Wait a minute, then try again.",
+    ),
+    StatusMeaning(
+        500,
+        "the server failed with an internal error (its logs say why). Try again later; if it keeps failing, tell "
+        "the vault's administrator.",
+    ),
+    StatusMeaning(
+        502,
+        "the server is down or restarting: the proxy in front of it got no answer. Try again in a minute.",
+    ),
+    StatusMeaning(
+        503,
+        "the server is unavailable (down, restarting or overloaded). Try again in a minute.",
+    ),
+    StatusMeaning(
+        504,
+        "the proxy in front of the server gave up waiting for it (a gateway timeout). Try again in a minute.",
+    ),
+    StatusMeaning(
+        range(500, 600),
+        "the server failed. Try again later; if it keeps failing, tell the vault's administrator.",
+    ),
+    StatusMeaning(range(400, 500), "the server refused the request. Nothing was changed."),
+    StatusMeaning(range(0, 1000), "the server gave an answer Team Vault never gives. Run `teamvault-mcp check`."),
+)
+
+
+def meaning_of(status: int, code: str | None, target: str | None, method: str) -> str:
+    """The English text of the first row of :data:`STATUS_MEANINGS` that matches this answer."""
+    for row in STATUS_MEANINGS:
+        if row.matches(status, code, target, method):
+            return row.text
+    return STATUS_MEANINGS[-1].text
+
+
+def target_of(api_path: str) -> str | None:
+    """What an API path names: ``account``, ``projects``, ``project``, ``file``, ``version``, or None."""
+    parts = api_path.split("?", 1)[0].strip("/").split("/")
+    if parts == ["api", "auth", "me"]:
+        return "account"
+    if parts[:2] != ["api", "projects"]:
+        return None
+    if len(parts) == 2:
+        return "projects"
+    if len(parts) >= 7 and parts[3] == "files" and parts[5] == "versions":
+        return "version"
+    if len(parts) >= 5 and parts[3] == "files":
+        return "file"
+    return "project"
+
+
+def server_said(detail: str) -> str:
+    """`` Server said: "…"`` for the server's own words (whitespace collapsed, control characters escaped,
+    at most 400 characters), or nothing when it said nothing."""
+    words = printable(" ".join(detail.split()))
+    if not words:
+        return ""
+    if len(words) > BODY_EXCERPT_CHARS:
+        words = words[:BODY_EXCERPT_CHARS] + "…"
+    return f' Server said: "{words}"'
+
+
 class HTTPStatusError(TeamVaultError):
-    """The server answered ``status``; ``code`` is the error envelope's code, if any."""
+    """The server answered ``status``; ``code`` is the error envelope's code, if any.
+
+    The message says in English what the answer means and what to do next (from
+    :data:`STATUS_MEANINGS`), after the spec's ``<METHOD> <api path> → HTTP <status>``;
+    the server's own words (``detail``, already stripped of the API key) follow as a
+    quoted detail, never alone.
+    """
 
     def __init__(
         self,
         method: str,
         api_path: str,
         status: int,
-        body: str,
+        detail: str = "",
         *,
         code: str | None = None,
         retry_after: float | None = None,
+        location: str | None = None,
     ) -> None:
         self.method = method
         self.api_path = api_path
         self.status = status
         self.code = code
+        self.detail = detail
         self.retry_after = retry_after
         self.retryable = status in RETRYABLE_STATUSES
         # 429 means "refused, not processed"; a 5xx may come after the work was done.
         self.uncertain = status >= 500
-        excerpt = body.strip()[:BODY_EXCERPT_CHARS]
-        text = f"{method} {api_path} → HTTP {status}"
-        super().__init__(f"{text}: {excerpt}" if excerpt else text)
+        meaning = meaning_of(status, code, target_of(api_path), method)
+        shown_code = f" ({printable(code)[:80]})" if code else ""
+        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning.format(location=location or '?')}"
+        super().__init__(text + server_said(detail))
 
 
 class KeyInUseError(HTTPStatusError):
     """An earlier attempt with the same Idempotency-Key is still being applied."""
 
-    def __init__(self, method: str, api_path: str, body: str, *, retry_after: float | None) -> None:
-        super().__init__(method, api_path, 409, body, code="idempotency_key_in_use", retry_after=retry_after)
+    def __init__(self, method: str, api_path: str, detail: str, *, retry_after: float | None) -> None:
+        super().__init__(method, api_path, 409, detail, code="idempotency_key_in_use", retry_after=retry_after)
         self.uncertain = True  # the first attempt is being applied right now
 
 
 class UnexpectedAnswerError(TeamVaultError):
-    """A success status whose body is not what the API contract promises."""
+    """A success status whose body is not what the API contract promises (``detail``: what it held)."""
 
     uncertain = True  # a write may have been applied even though we cannot read the answer
 
-    def __init__(self, method: str, api_path: str, problem: str, body: str = "") -> None:
-        excerpt = body.strip()[:BODY_EXCERPT_CHARS]
-        text = f"{method} {api_path} → unexpected answer ({problem})"
-        super().__init__(f"{text}: {excerpt}" if excerpt else text)
+    def __init__(self, method: str, api_path: str, problem: str, detail: str = "") -> None:
+        super().__init__(
+            f"{method} {api_path} → unexpected answer ({problem}): this is not what a Team Vault server answers. "
+            "If it happens again, run `teamvault-mcp check`: TEAM_VAULT_URL may lead to something else "
+            "(a login page, a proxy, another service)." + server_said(detail)
+        )
 
 
 class NetworkError(TeamVaultError):

@@ -42,6 +42,8 @@ from teamvault_mcp.errors import (
     NetworkError,
     StaleConnectionError,
     TeamVaultError,
+    UnexpectedAnswerError,
+    printable,
 )
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,8 @@ CONNECT_TIMEOUT = 5.0
 DEFAULT_HEADERS = {"User-Agent": f"teamvault-mcp/{__version__}", "Accept-Encoding": "gzip, deflate"}
 #: Idle keep-alive connections kept per server (more may be open at once; extra ones are closed after use).
 POOL_SIZE = 16
+#: The largest answer read (after gzip): more than twice the 50 MB a Team Vault server's proxy lets a note have.
+MAX_ANSWER_BYTES = 128 * 1024 * 1024
 
 _running = threading.local()  # .attempt: the AttemptGuard running on this thread, if any
 
@@ -232,7 +236,7 @@ class HttpSession:
             )
             answered = True
             # The adapter never follows a redirect (one would carry X-API-Key elsewhere).
-            return Answer(response.status_code, response.headers, response.content)
+            return Answer(response.status_code, response.headers, _body(response, method, api_path))
         except _FAILURES as exc:
             raise self._translate(exc, attempt, method, api_path, limit, answered) from exc
         finally:
@@ -291,6 +295,19 @@ def _prepared(
     return prepared
 
 
+def _body(response: requests.Response, method: str, api_path: str) -> bytes:
+    """The whole body of an answer, up to :data:`MAX_ANSWER_BYTES`; a longer one is not read on."""
+    chunks = []
+    size = 0
+    for chunk in response.iter_content(64 * 1024):
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            response.close()  # drops the connection: the rest of the body is never read
+            raise UnexpectedAnswerError(method, api_path, f"an answer of more than {MAX_ANSWER_BYTES >> 20} MiB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _stale_connection(exc: BaseException, attempt: AttemptGuard) -> bool:
     """A reused connection the server had closed: it failed before any answer, and not by our stop."""
     if attempt.stopped_because is not None or not attempt.reused_connection:
@@ -322,7 +339,7 @@ def describe_failure(exc: BaseException) -> str:
     if found(IncompleteRead, urllib3.exceptions.IncompleteRead, urllib3.exceptions.InvalidChunkLength):
         return "the answer was cut off before its end"
     if cause := found(HTTPException):
-        return f"the answer is not valid HTTP ({type(cause).__name__}: {str(cause).strip()[:80]})"
+        return f"the answer is not valid HTTP ({type(cause).__name__}: {printable(str(cause).strip()[:80])})"
     deepest = causes[-1]
     return str(deepest) or type(deepest).__name__
 

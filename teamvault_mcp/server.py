@@ -7,7 +7,9 @@ task turns that into :meth:`CancelToken.cancel`, which wakes the worker's pause
 and shuts its in-flight socket down, so the worker stops within milliseconds.
 The SDK sends no response for a cancelled request.
 
-Errors of our tree become tool results with ``isError: true`` here, and only here.
+Errors of our tree become tool results with ``isError: true`` here, and only here;
+every result is made sendable here too (no API key, valid Unicode, bounded nesting).
+The stdio transport and its guards are in ``stdio.py``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ import anyio.lowlevel
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from teamvault_mcp import __version__
 from teamvault_mcp.audit import AuditLog, write_outcome
@@ -42,10 +41,13 @@ from teamvault_mcp.errors import (
     write_failure_text,
 )
 from teamvault_mcp.paths import stored_path_of
+from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.search import SearchIndex
+from teamvault_mcp.stdio import serve_stdio
 from teamvault_mcp.structured import SCHEMA_LOAD_LIMIT, SchemaRegistry, SchemaSet
 from teamvault_mcp.tools import Tool, tools_for
+from teamvault_mcp.wire import map_strings, nesting_depth, valid_unicode
 
 if TYPE_CHECKING:
     from teamvault_mcp.client import TeamVaultClient
@@ -60,6 +62,11 @@ CANCEL_GRACE = 10.0
 
 #: Tool calls running at once; their threads come from anyio's default pool (40), which also serves stdin/stdout.
 MAX_CONCURRENT_CALLS = 8
+
+#: Deepest nesting of arrays and objects in a tool argument: no tool takes anything near it.
+MAX_ARGUMENT_DEPTH = 64
+#: Deepest nesting in a tool result (front matter read as JSON, say); the SDK cannot send beyond about 250.
+MAX_RESULT_DEPTH = 100
 
 INSTRUCTIONS = """\
 Tools for a Team Vault: a shared Obsidian vault that people edit at the same time.
@@ -98,6 +105,7 @@ class ToolRunner:
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
+        self._redactor = Redactor(config.api_key)
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -196,13 +204,23 @@ class ToolRunner:
     async def call(
         self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None = None
     ) -> types.CallToolResult:
-        """Run one tool call; ``report`` sends progress to the host (None when it asked for none)."""
+        """Run one tool call; ``report`` sends progress to the host (None when it asked for none).
+
+        The result is made safe to send whatever the server answered: never the API key, only
+        valid Unicode, and nesting the SDK can serialise.
+        """
+        return self._deliverable(name, await self._call(name, arguments, report))
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None
+    ) -> types.CallToolResult:
         budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
         await self.schemas_ready()
         tool = self.tools.get(name)
         if tool is None:
             return _error_result(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
         try:
+            _check_nesting(arguments or {})
             args = tool.check_arguments(arguments)
             self._check_write_scope(tool, args)
         except ToolInputError as error:
@@ -217,15 +235,44 @@ class ToolRunner:
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
         return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
+    def _deliverable(self, name: str, result: types.CallToolResult) -> types.CallToolResult:
+        """``result`` without the API key or lone surrogates; a tool error if it nests too deeply to send."""
+        structured = result.structured_content
+        if structured is not None and nesting_depth(structured, MAX_RESULT_DEPTH) > MAX_RESULT_DEPTH:
+            log.warning("the result of %s nests more than %d levels deep; not sent", name, MAX_RESULT_DEPTH)
+            result = _error_result(
+                f"The result of {name} nests arrays and objects more than {MAX_RESULT_DEPTH} levels deep, deeper "
+                "than this server sends. Nothing of it was sent; read the note's text with read_note instead."
+            )
+            structured = None
+
+        def safe(text: str) -> str:
+            return valid_unicode(self._redactor.text(text))
+
+        content: list[types.ContentBlock] = [
+            block.model_copy(update={"text": safe(block.text)}) if isinstance(block, types.TextContent) else block
+            for block in result.content
+        ]
+        return types.CallToolResult(
+            content=content,
+            structured_content=map_strings(structured, safe) if structured is not None else None,
+            is_error=result.is_error,
+        )
+
     def _check_write_scope(self, tool: Tool, args: dict[str, Any]) -> None:
-        """Refuse a write naming any note outside TEAM_VAULT_WRITE_PREFIXES, before any request."""
-        prefixes = self.config.write_prefixes
-        if not prefixes or not tool.writes:
+        """Refuse a write naming any note outside TEAM_VAULT_WRITE_PREFIXES (for the call's project), before
+        any request."""
+        config = self.config
+        project = args.get("projectId") or config.project_id
+        prefixes = config.write_prefixes_for(project)
+        if prefixes is None or not tool.writes:
             return
+        # Name the project only where it matters: when some prefixes hold in one project alone.
+        shown = project if config.project_write_prefixes else None
         for name, given in tool.written_paths(args):
             path = stored_path_of(given, incoming=True)
             if not path.startswith(prefixes):
-                raise WriteScopeError(tool.name, name, path, prefixes)
+                raise WriteScopeError(tool.name, name, path, prefixes, project=shown, scopes=config.write_scope_text())
 
     def _audit(
         self,
@@ -292,17 +339,27 @@ class ToolRunner:
             outcome = error
         except TeamVaultError as error:
             outcome = error
+        except RecursionError:  # a parser recursing into data nested hundreds of levels (a note's YAML, say)
+            log.warning("%s reached the recursion limit", tool.name, exc_info=True)
+            outcome = TeamVaultError(
+                f"{tool.name} stopped: something it read (a note's front matter, say) nests lists or objects "
+                "hundreds of levels deep, deeper than this server can process. Read the note with read_note to "
+                "see it; fix that text, then try again."
+            )
+            outcome.uncertain = True  # unless no write request was sent (see below)
         except Exception as error:  # the one place a bug becomes a message instead of a dead server
             log.exception("internal error in %s", tool.name)
             outcome = TeamVaultError(
                 f"Internal error in {tool.name}: {type(error).__name__}: {error}. "
                 "This is a bug in teamvault-mcp; the server keeps running."
             )
-            outcome.uncertain = tool.writes  # a write may have been sent before the bug struck
+            outcome.uncertain = True  # a write may have been sent before the bug struck (see below)
         finally:
             client.close()
             with self._active_lock:
                 self._active.discard(token)
+        if isinstance(outcome, TeamVaultError) and client.write_attempts == 0:
+            outcome.uncertain = False  # no write request was ever sent: nothing can have been applied
         if tool.writes:
             failure = outcome if isinstance(outcome, TeamVaultError) else None
             self._audit(tool, args, error=failure, client=client, facts=context.facts)
@@ -369,9 +426,18 @@ def _progress_reporter(report: ReportProgress, token: CancelToken) -> Progress:
 
 
 def _error_result(text: str) -> types.CallToolResult:
-    safe = text.encode("utf-8", errors="replace").decode("utf-8")  # lone surrogates cannot go on the wire
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=safe)]
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     return types.CallToolResult(content=content, is_error=True)
+
+
+def _check_nesting(arguments: dict[str, Any]) -> None:
+    """Refuse an argument nested deeper than :data:`MAX_ARGUMENT_DEPTH` before anything walks it."""
+    for name, value in arguments.items():
+        if nesting_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            raise ToolInputError(
+                f"Argument {valid_unicode(str(name))[:80]!r} nests arrays and objects more than {MAX_ARGUMENT_DEPTH} "
+                "levels deep; no argument of any tool goes near that. Nothing was sent."
+            )
 
 
 def _tool_definition(tool: Tool) -> types.Tool:
@@ -431,73 +497,14 @@ def _instructions(config: Config) -> str:
             "create or update one with its upsert_<name> tool, which checks every field and puts the note where "
             "the schema says."
         )
-    if config.write_prefixes and not config.read_only:
-        folders = ", ".join(config.write_prefixes)
-        text += f"\n- Writes are limited to these folders: {folders}. Reading is possible everywhere."
-    return text
-
-
-class _AnswersUnreadableLines:
-    """The stdio read stream, answering each line that is not JSON-RPC with a JSON-RPC error.
-
-    The SDK drops such lines with a debug log; the host would wait for an answer that
-    never comes. JSON-RPC 2.0 §5.1: -32700 for invalid JSON, -32600 for JSON that is
-    not a request; blank lines are skipped silently.
-    """
-
-    def __init__(self, inner: Any, write_stream: Any) -> None:
-        self._inner = inner
-        self._write_stream = write_stream
-
-    @property
-    def last_context(self) -> Any:  # the dispatcher runs handlers in the sender's context
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item
-            reply = _unreadable_line_reply(item)
-            if reply is not None:
-                await self._write_stream.send(SessionMessage(reply))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _AnswersUnreadableLines:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _AnswersUnreadableLines:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-def _unreadable_line_reply(error: Exception) -> types.JSONRPCError | None:
-    problems = error.errors() if isinstance(error, ValidationError) else []
-    line = problems[0].get("input") if problems else None
-    if isinstance(line, str) and not line.strip():
-        return None
-    if any(problem["type"] == "json_invalid" for problem in problems):
-        return types.JSONRPCError(
-            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error")
+    if config.writes_fenced and not config.read_only:
+        only_some_projects = config.project_write_prefixes and not config.write_prefixes
+        elsewhere = "; no writes at all in other projects" if only_some_projects else ""
+        text += (
+            f"\n- Writes are limited to these folders: {config.write_scope_text()}{elsewhere}. "
+            "Reading is possible everywhere."
         )
-    request_id = line.get("id") if isinstance(line, dict) else None
-    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-        request_id = None
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message"),
-    )
+    return text
 
 
 def serve(config: Config) -> None:
@@ -506,13 +513,7 @@ def serve(config: Config) -> None:
     runner.start_schema_load()  # meanwhile the host's initialize is answered
     server = build_server(runner)
     options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
-
-    async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            read_stream = _AnswersUnreadableLines(read_stream, write_stream)
-            await server.run(read_stream, write_stream, options)
-
     try:
-        anyio.run(main)
+        anyio.run(serve_stdio, server, options)
     finally:
         runner.close()

@@ -361,3 +361,122 @@ async def test_reads_stay_unrestricted_and_the_agent_is_told_the_scope(scoped: S
     assert (text, is_error) == ("hello\n", False)
     assert scoped.client.instructions is not None
     assert "Writes are limited to these folders: agents/, inbox/." in scoped.client.instructions
+
+
+# -- write scopes per project (issue 13) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "everywhere", "per_project"),
+    [
+        ("agents/", ("agents/",), ()),
+        ("p1:agents/", (), (("p1", "agents/"),)),
+        ("agents, p1:inbox, p2:./notes//drafts", ("agents/",), (("p1", "inbox/"), ("p2", "notes/drafts/"))),
+        ("p1:/, p2:", (), (("p1", ""), ("p2", ""))),  # all of a project
+        (" p1 : agents ", (), (("p1", "agents/"),)),
+        ("p1:a, p1:a/", (), (("p1", "a/"),)),
+    ],
+)
+def test_write_prefixes_may_name_their_project(
+    raw: str, everywhere: tuple[str, ...], per_project: tuple[tuple[str, str], ...]
+) -> None:
+    from teamvault_mcp.config import load_config
+
+    config = load_config(
+        {"TEAM_VAULT_URL": "https://v.example", "TEAM_VAULT_API_KEY": "k", "TEAM_VAULT_WRITE_PREFIXES": raw}
+    )
+    assert (config.write_prefixes, config.project_write_prefixes) == (everywhere, per_project)
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (":agents/", "':agents/' names no project before the colon (use <projectId>:<folder>)."),
+        ("p1:../x", "'p1:../x' is not a folder a note could be in (Parent traversal is not allowed)."),
+        ("p1:.obsidian", "'p1:.obsidian' is not a folder a note could be in (Reserved folder name: .obsidian)."),
+    ],
+)
+def test_bad_project_scopes_are_named(raw: str, problem: str) -> None:
+    from teamvault_mcp.config import load_config
+    from teamvault_mcp.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(
+            {"TEAM_VAULT_URL": "https://v.example", "TEAM_VAULT_API_KEY": "k", "TEAM_VAULT_WRITE_PREFIXES": raw}
+        )
+    assert f"TEAM_VAULT_WRITE_PREFIXES: {problem}" in str(caught.value)
+
+
+def test_which_folders_a_project_may_write() -> None:
+    config = make_config(write_prefixes=("shared/",), project_write_prefixes=(("p1", "agents/"), ("p2", "")))
+    assert config.write_prefixes_for("p1") == ("shared/", "agents/")
+    assert config.write_prefixes_for("p2") == ("shared/", "")  # "" opens the whole project
+    assert config.write_prefixes_for("p3") == ("shared/",)  # a bare prefix holds in every project
+    only_scoped = make_config(project_write_prefixes=(("p1", "agents/"),))
+    assert only_scoped.write_prefixes_for("p1") == ("agents/",)
+    assert only_scoped.write_prefixes_for("p3") == ()  # fenced, and nothing opened there: no writes
+    assert make_config().write_prefixes_for("p1") is None  # not fenced at all
+
+
+async def open_two_projects(tmp_path: Path, prefixes: str) -> AsyncIterator[tuple[Session, str]]:
+    """A session whose key reaches the default project and a second one, with these write prefixes."""
+    from teamvault_mcp.config import load_config
+
+    with LocalVault(tmp_path / "vault") as vault:
+        other = vault.store.add_project("other", "Other", vault.store.owner_of(vault.project_id))
+        prefixes = prefixes.replace("OTHER", other).replace("DEFAULT", vault.project_id)
+        environ = {
+            "TEAM_VAULT_URL": vault.url,
+            "TEAM_VAULT_API_KEY": vault.api_key,
+            "TEAM_VAULT_PROJECT_ID": vault.project_id,
+            "TEAM_VAULT_CACHE_DIR": "off",
+            "TEAM_VAULT_AUDIT_LOG": str(tmp_path / "audit.jsonl"),
+            "TEAM_VAULT_WRITE_PREFIXES": prefixes,
+        }
+        runner = ToolRunner(load_config(environ), clock=SystemClock(), policy=FAST)
+        async with Client(build_server(runner), mode="legacy") as client:
+            yield Session(vault, client, runner, tmp_path / "audit.jsonl"), other
+
+
+async def test_a_project_scope_fences_its_project_only_and_bare_prefixes_every_project(tmp_path: Path) -> None:
+    async for session, other in open_two_projects(tmp_path, "shared/, OTHER:agents/"):
+        await session.ok("write_note", path="shared/a.md", content="x\n")  # the default project: bare prefix
+        await session.ok("write_note", path="shared/a.md", content="x\n", projectId=other)
+        await session.ok("write_note", path="agents/a.md", content="x\n", projectId=other)
+        text, is_error = await session.call("write_note", path="agents/a.md", content="x\n")
+        assert is_error
+        assert text == (
+            f"write_note refused: path 'agents/a.md' is outside the folders this server may write to in project "
+            f"{session.vault.project_id} (shared/; set by TEAM_VAULT_WRITE_PREFIXES). Nothing was sent. Write under "
+            "one of them instead; reading stays possible everywhere."
+        )
+        assert [line["outcome"] for line in session.lines()] == ["applied", "applied", "applied", "failed"]
+        assert session.client.instructions is not None
+        assert (
+            f"Writes are limited to these folders: shared/ (every project), agents/ (project {other}). "
+            in session.client.instructions
+        )
+
+
+async def test_a_project_no_scope_opens_gets_no_writes_when_others_are_scoped(tmp_path: Path) -> None:
+    async for session, other in open_two_projects(tmp_path, "OTHER:agents/"):
+        await session.ok("write_note", path="agents/a.md", content="x\n", projectId=other)
+        text, is_error = await session.call("write_note", path="agents/a.md", content="x\n")
+        assert is_error
+        assert text == (
+            f"write_note refused: this server may not write in project {session.vault.project_id} at all "
+            f"(TEAM_VAULT_WRITE_PREFIXES opens only: agents/ (project {other})). Nothing was sent. Reading stays "
+            "possible everywhere; write in a project listed there, or ask whoever runs this server to add this one."
+        )
+        assert session.writes_sent() == [("POST", f"/api/projects/{other}/files")]
+        _, failed = await session.call("list_notes")
+        assert not failed  # reads stay unrestricted
+        assert session.client.instructions is not None
+        assert "; no writes at all in other projects." in session.client.instructions
+
+
+async def test_a_whole_project_may_be_opened(tmp_path: Path) -> None:
+    async for session, other in open_two_projects(tmp_path, "DEFAULT:agents/, OTHER:/"):
+        await session.ok("write_note", path="anywhere/deep/a.md", content="x\n", projectId=other)
+        text, is_error = await session.call("write_note", path="anywhere/a.md", content="x\n")
+        assert is_error and "outside the folders this server may write to in project" in text

@@ -345,3 +345,50 @@ def test_schema_notes_are_checked_when_configured(vault: LocalVault) -> None:
         "1 in schemas/ (upsert_person); 1 note(s) not loaded: schemas/broken.md:"
     )
     assert "list_schemas" in (checks["schemas"].hint or "")
+
+
+def test_the_probe_follows_project_scoped_write_prefixes(vault: LocalVault) -> None:
+    seed(vault, "agents/b.md")
+    checks, _ = run(env_for(vault, WRITE_PREFIXES=f"{vault.project_id}:agents/"))
+    assert "a repeated move of agents/b.md" in checks["idempotency"].detail
+    assert checks["config"].detail.endswith(f"writes limited to agents/ (project {vault.project_id})")
+    checks, _ = run(env_for(vault, WRITE_PREFIXES="another-project:agents/"))
+    assert checks["idempotency"].detail == (
+        f"probe skipped: TEAM_VAULT_WRITE_PREFIXES opens no folder of project {vault.project_id}"
+    )
+    assert not any(method == "PATCH" for method, _ in vault.faults.seen[-3:])
+
+
+# -- a server that echoes the key (issue 13) --------------------------------------------------------------
+
+
+def test_a_server_that_echoes_the_key_never_gets_it_into_the_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    key = "osync_" + "e" * 64
+
+    def echo(exchange: Any) -> None:
+        headers = ", ".join(f"{name}: {value}" for name, value in exchange.headers.items())
+        if exchange.path == "/api/auth/me":
+            body = {"user": {"id": "u1", "email": f"echo {headers}", "name": "\x1b[2J" + exchange.headers["X-API-Key"]}}
+            exchange.answer(200, json.dumps(body).encode())
+        elif exchange.path == "/api/projects":
+            exchange.answer(200, json.dumps({"projects": [{"id": "p1", "name": headers}]}).encode())
+        else:
+            exchange.answer(500, f"<html><title>failed: {headers}</title></html>".encode(), "text/html")
+
+    with loopback_server() as server:
+        for path in ("/api/auth/me", "/api/projects", "/api/projects/p1/files"):
+            server.route("GET", path, echo)
+        environ = {"TEAM_VAULT_URL": server.url, "TEAM_VAULT_API_KEY": key, "TEAM_VAULT_PROJECT_ID": "p1"}
+        environ["TEAM_VAULT_LOG_LEVEL"] = "debug"
+        environ["TEAM_VAULT_CACHE_DIR"] = "off"
+        assert main(["check"], environ) == 1
+        assert main(["check", "--json"], environ) == 1
+        sent = {exchange.headers["X-API-Key"] for exchange in server.exchanges}
+    out, err = capsys.readouterr()
+    assert sent == {key}
+    assert key not in out + err
+    assert "X-API-Key: ***" in out
+    assert "\x1b" not in out  # a server's control characters cannot garble the terminal
+    assert "accepted for echo" in out and "failed: " in out

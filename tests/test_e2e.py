@@ -198,3 +198,22 @@ async def test_local_mode_runs_on_an_embedded_vault_that_keeps_its_notes(tmp_pat
         text, is_error, _ = await call(client, "read_note", path="inbox/idea.md")
     assert (text, is_error) == ("an idea\n", False)
     assert (data / "api-key").stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_refused_key_and_an_unknown_project_are_explained_in_english(vault: LocalVault) -> None:
+    env = {**vault_env(vault), "TEAM_VAULT_API_KEY": "osync_" + "0" * 64}
+    async with mcp_over_stdio([], env) as client:
+        refused, refused_error, _ = await call(client, "whoami")
+    async with mcp_over_stdio([], vault_env(vault)) as client:
+        unknown, unknown_error, _ = await call(client, "read_note", path="a.md", projectId="no-such-project")
+    assert refused_error and unknown_error
+    assert refused == (
+        "GET /api/auth/me → HTTP 401 (unauthorized): the server refused the API key: it is wrong, revoked or "
+        "expired. The key is set in TEAM_VAULT_API_KEY; run `teamvault-mcp check` to diagnose it, or create a new "
+        'key in Team Vault (Settings → API keys). Server said: "Требуется авторизация"'
+    )
+    assert unknown.startswith(
+        "GET /api/projects/no-such-project/files?path=a.md → HTTP 404 (not_found): no such project, or the key's "
+        "user is not a member of it. Call list_projects"
+    )
+    assert unknown.endswith('Server said: "Проект не найден"')

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,10 +19,11 @@ from mcp import Client
 from responses import matchers
 
 from teamvault_mcp import __version__
+from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.retry import SystemClock
 from teamvault_mcp.server import ToolRunner, build_server
-from teamvault_mcp.tools import MAX_CONTENT_BYTES
+from teamvault_mcp.tools import MAX_CONTENT_BYTES, Tool
 
 pytestmark = pytest.mark.anyio
 
@@ -436,3 +438,144 @@ async def test_the_api_key_never_reaches_a_tool_result(runner: ToolRunner, http_
     assert is_error
     assert text.startswith("GET /api/auth/me → HTTP 401")
     assert API_KEY not in text
+
+
+# -- what a tool result may carry (issue 13) -------------------------------------------------------------
+
+
+def _bug_before_writing(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    ctx.client.find_file(ctx.project(args), "a.md")
+    raise KeyError("a bug after a read")
+
+
+def _bug_after_writing(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    ctx.client.replace_content(ctx.project(args), "f1", b"x")
+    raise KeyError("a bug after a write")
+
+
+def _deep_result(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    deep: Any = "bottom"
+    for _ in range(150):
+        deep = [deep]
+    return ToolOutput("a deep result", {"value": deep})
+
+
+def _unsendable_text(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    return ToolOutput("broken \ud800 text", {"value": "\udc00", "\ud801": [API_KEY]})
+
+
+TEST_TOOLS = {
+    tool.name: tool
+    for tool in (
+        Tool("bug_before_writing", "Bug", "A write tool with a bug before it writes.", (), _bug_before_writing, True),
+        Tool("bug_after_writing", "Bug", "A write tool with a bug after it wrote.", (), _bug_after_writing, True),
+        Tool("deep_result", "Deep", "A result nested 150 levels deep.", (), _deep_result),
+        Tool("unsendable_text", "Text", "A result with lone surrogates and the key.", (), _unsendable_text),
+    )
+}
+
+
+class RunnerWithTestTools(ToolRunner):
+    """The server's runner, with tools whose handlers misbehave on purpose."""
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return {**super().tools, **TEST_TOOLS}
+
+
+@pytest.fixture
+def test_runner(clock: FakeClock) -> ToolRunner:
+    return RunnerWithTestTools(make_config(), clock=clock)
+
+
+async def test_an_internal_error_before_any_write_request_does_not_say_it_may_have_been_applied(
+    test_runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    text, is_error, _ = await call(test_runner, "bug_before_writing")
+    assert is_error
+    assert text == (
+        "Internal error in bug_before_writing: KeyError: 'a bug after a read'. This is a bug in teamvault-mcp; "
+        "the server keeps running."
+    )
+
+
+async def test_an_internal_error_after_a_write_request_says_it_may_have_been_applied(
+    test_runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1")})
+    text, is_error, _ = await call(test_runner, "bug_after_writing")
+    assert is_error
+    assert text.startswith("Internal error in bug_after_writing: KeyError")
+    assert text.endswith(UNCERTAIN_WRITE_HINT)
+
+
+async def test_a_write_whose_lookup_got_no_answer_sent_nothing_and_says_so(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    for _ in range(3):
+        http_mock.get(FILES, body=requests.ConnectionError("connection reset"))
+    text, is_error, _ = await call(runner, "write_note", path="a.md", content="x")
+    assert is_error
+    assert text.startswith("Network error on GET /api/projects/proj1/files?path=a.md")
+    assert "may or may not" not in text  # only the lookup failed: no write request was ever sent
+    assert [c.request.method for c in http_mock.calls] == ["GET"] * 3
+
+
+async def test_a_result_nested_too_deeply_to_send_becomes_a_tool_error(test_runner: ToolRunner) -> None:
+    text, is_error, structured = await call(test_runner, "deep_result")
+    assert is_error and structured is None
+    assert text == (
+        "The result of deep_result nests arrays and objects more than 100 levels deep, deeper than this server "
+        "sends. Nothing of it was sent; read the note's text with read_note instead."
+    )
+
+
+async def test_a_result_is_sent_as_valid_unicode_without_the_key(test_runner: ToolRunner) -> None:
+    text, is_error, structured = await call(test_runner, "unsendable_text")
+    assert not is_error
+    assert text == "broken \ufffd text"
+    assert structured == {"value": "\ufffd", "\ufffd": ["***"]}
+
+
+async def test_a_server_that_echoes_headers_never_gets_the_key_into_a_result(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    def echo(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        return 200, {}, json.dumps({"user": {"id": "u1", "email": None, "name": dict(request.headers)["X-API-Key"]}})
+
+    def echo_note(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        return 200, {}, "headers: " + json.dumps(dict(request.headers))
+
+    http_mock.add_callback(responses.GET, f"{BASE}/api/auth/me", callback=echo)
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    http_mock.add_callback(responses.GET, f"{FILES}/f1", callback=echo_note)
+    whoami, _, structured = await call(runner, "whoami")
+    note, is_error, _ = await call(runner, "read_note", path="a.md")
+    assert not is_error
+    assert structured["name"] == "***" and API_KEY not in whoami
+    assert '"X-API-Key": "***"' in note and API_KEY not in note
+
+
+async def test_an_upper_case_content_hash_from_the_server_compares_equal(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    note = b"# Tasks\n"
+    digest = hashlib.sha256(note).hexdigest()
+    resolves(http_mock, "a.md", file_record("a.md", "f1", contentHash=digest.upper()))
+    http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1")})
+    text, is_error, structured = await call(runner, "write_note", path="a.md", content="new\n", expectedHash=digest)
+    assert not is_error, text  # not a conflict: the server's upper-case hash is the same hash
+    assert structured["action"] == "updated"
+
+
+async def test_front_matter_nested_too_deeply_to_parse_is_a_tool_error_not_a_bug(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    note = b"---\nx: " + b"[" * 400 + b"]" * 400 + b"\n---\n# Tasks\n"
+    resolves(http_mock, "a.md", file_record("a.md", "f1"))
+    http_mock.get(f"{FILES}/f1", body=note)
+    text, is_error, _ = await call(runner, "read_frontmatter", path="a.md")
+    assert is_error
+    assert not text.startswith("Internal error"), text
+    assert "a.md" in text or "nests" in text
