@@ -337,8 +337,8 @@ async def fuzz(server: HostileServer, clock: FakeClock, calls: dict[str, dict[st
             alive = await client.call_tool("whoami", {})
     assert not failures, "\n".join(failures[:20])
     assert not alive.is_error, alive.content[0].text
-    # The fuzz must exercise both paths, or it proves nothing.
-    assert outcomes["ok"] > rounds and outcomes["tool error"] > rounds, outcomes
+    # The fuzz must exercise both paths, or it proves nothing: each at least a tenth of the calls.
+    assert min(outcomes.values()) * 10 >= len(calls) * rounds, outcomes
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -346,9 +346,6 @@ async def test_every_tool_survives_a_hostile_server(seed: int, clock: FakeClock)
     await fuzz(HostileServer(seed), clock, ARGUMENTS, CALLS_PER_TOOL)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="update_frontmatter crashes on an empty or comment-only block: fixed on branch i-yaml"
-)
 async def test_front_matter_edge_cases_survive_a_hostile_server(clock: FakeClock) -> None:
     calls = {name: ARGUMENTS[name] for name in ("read_frontmatter", "update_frontmatter")}
     await fuzz(HostileServer(7, notes=FRONT_MATTER_CRASHES), clock, calls, CALLS_PER_TOOL)
