@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from teamvault_mcp import frontmatter
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.errors import TeamVaultError, ToolInputError
-from teamvault_mcp.notes import VERIFIED, expect, mime_type_for, rewrite, settle_content
+from teamvault_mcp.notes import mime_type_for
 from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
 from teamvault_mcp.textdiff import unified_diff
+from teamvault_mcp.writes import VERIFIED, expect, rewrite, settle_content
 
 if TYPE_CHECKING:
     from teamvault_mcp.client import TeamVaultClient
@@ -55,7 +56,8 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if both:
         raise ToolInputError(f"A field cannot be both set and removed: {', '.join(both)}.")
     note = ctx.note(project_id, args["path"])
-    expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
+    expected = args.get("expectedHash")
+    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
     original = note.editable_text("its front matter")
     current, _ = frontmatter.read(original, note.path)
     changed = frontmatter.update(original, changes, remove, note.path)
@@ -72,6 +74,8 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         dry_run=bool(args.get("dryRun")),
         edits="these changes",
         done="Updated the front matter of",
+        change=lambda text: frontmatter.update(text, changes, remove, note.path),
+        expected=expected,
         extra=extra,
     )
 
@@ -191,7 +195,17 @@ def upsert(schema: Schema, ctx: ToolContext, args: Mapping[str, Any]) -> ToolOut
     changed = frontmatter.update(original, dict(args), [], note.path)
     after, _ = frontmatter.read(changed, note.path)
     extra = {"action": "updated" if changed != original else "unchanged", "frontmatter": after}
-    return rewrite(ctx, project_id, note, changed, dry_run=False, edits="these fields", done="Updated", extra=extra)
+    return rewrite(
+        ctx,
+        project_id,
+        note,
+        changed,
+        dry_run=False,
+        edits="these fields",
+        done="Updated",
+        change=lambda text: frontmatter.update(text, dict(args), [], note.path),
+        extra=extra,
+    )
 
 
 def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values: dict[str, Any]) -> ToolOutput:

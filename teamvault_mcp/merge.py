@@ -1,0 +1,101 @@
+"""Three-way merge of note texts, line by line: two sets of changes to one base, in one text. Pure.
+
+Used when a colleague's write slipped in between our read and our write and we have
+replaced their version: their change (base → theirs) is merged into the note as it is
+now (base → ours), so nothing of theirs is lost. The rules are diff3's:
+
+- a stretch changed on one side only takes that side's lines;
+- the same change on both sides is taken once;
+- lines inserted at the same place on both sides (and nothing deleted there) are
+  both kept, theirs first, unless one side's insertion already holds the other's —
+  the usual case of two people adding a line under the same heading;
+- anything else that overlaps is a conflict: :func:`merge3` returns None and the
+  caller decides (it never guesses which of two edits of one line to keep).
+
+Lines keep their own endings. A text that does not end with a line break is merged
+as if it did, and the result ends without one when neither side has one.
+"""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+
+from teamvault_mcp.markdown import split_lines
+
+#: Texts with more lines than this are not merged (the matcher is quadratic at worst): a conflict.
+MAX_MERGE_LINES = 50_000
+
+_BREAKS = ("\n", "\r")
+
+
+def merge3(base: str, ours: str, theirs: str) -> str | None:
+    """``base`` with the changes of both ``ours`` and ``theirs``; None when they conflict."""
+    open_ended = not ours.endswith(_BREAKS) and not theirs.endswith(_BREAKS)
+    old, mine, other = (split_lines(_closed(text)) for text in (base, ours, theirs))
+    if max(len(old), len(mine), len(other)) > MAX_MERGE_LINES:
+        return None
+    merged: list[str] = []
+    at_old = at_mine = at_other = 0
+    end = (len(old), len(old), len(mine), len(mine), len(other), len(other))
+    for old_start, old_end, mine_start, mine_end, other_start, other_end in [*_stable(old, mine, other), end]:
+        chunk = _resolve(old[at_old:old_start], mine[at_mine:mine_start], other[at_other:other_start])
+        if chunk is None:
+            return None
+        merged += chunk
+        merged += old[old_start:old_end]
+        at_old, at_mine, at_other = old_end, mine_end, other_end
+    text = "".join(merged)
+    return text[:-1] if open_ended and text.endswith("\n") else text
+
+
+def _closed(text: str) -> str:
+    return text if not text or text.endswith(_BREAKS) else text + "\n"
+
+
+def _stable(old: list[str], mine: list[str], other: list[str]) -> list[tuple[int, int, int, int, int, int]]:
+    """Stretches of ``old`` kept unchanged by both sides: (old, mine, other) start and end of each."""
+    with_mine = SequenceMatcher(None, old, mine, autojunk=False).get_matching_blocks()
+    with_other = SequenceMatcher(None, old, other, autojunk=False).get_matching_blocks()
+    stable = []
+    i = j = 0
+    while i < len(with_mine) and j < len(with_other):
+        old_a, mine_a, size_a = with_mine[i]
+        old_b, other_b, size_b = with_other[j]
+        start, end = max(old_a, old_b), min(old_a + size_a, old_b + size_b)
+        if start < end:
+            stable.append(
+                (
+                    start,
+                    end,
+                    mine_a + start - old_a,
+                    mine_a + end - old_a,
+                    other_b + start - old_b,
+                    other_b + end - old_b,
+                )
+            )
+        if old_a + size_a < old_b + size_b:
+            i += 1
+        else:
+            j += 1
+    return stable
+
+
+def _resolve(old: list[str], mine: list[str], other: list[str]) -> list[str] | None:
+    """One unstable stretch: what the merge holds there, or None for a conflict."""
+    if mine == other or other == old:
+        return mine
+    if mine == old:
+        return other
+    if not old:  # both sides only inserted lines here
+        if _holds(mine, other):
+            return mine
+        if _holds(other, mine):
+            return other
+        return other + mine  # theirs came first
+    return None
+
+
+def _holds(lines: list[str], part: list[str]) -> bool:
+    """Whether ``part`` occurs in ``lines`` as a run of consecutive lines."""
+    size = len(part)
+    return any(lines[index : index + size] == part for index in range(len(lines) - size + 1))

@@ -1,0 +1,84 @@
+"""The three-way merge of note texts: diff3's rules, with insertions at one place both kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from teamvault_mcp.merge import MAX_MERGE_LINES, merge3
+
+BASE = "# Log\n- one\n- two\n\n# Notes\ntext\n"
+
+CASES = [
+    # (what the case is, base, ours, theirs, merged or None for a conflict)
+    ("nothing changed", BASE, BASE, BASE, BASE),
+    ("only ours changed", BASE, BASE.replace("text", "more text"), BASE, BASE.replace("text", "more text")),
+    ("only theirs changed", BASE, BASE, BASE.replace("- two", "- 2"), BASE.replace("- two", "- 2")),
+    (
+        "changes far apart",
+        BASE,
+        BASE.replace("text", "TEXT"),
+        BASE.replace("- one", "- ONE"),
+        BASE.replace("text", "TEXT").replace("- one", "- ONE"),
+    ),
+    (
+        "the same change on both sides, once",
+        BASE,
+        BASE.replace("two", "2"),
+        BASE.replace("two", "2"),
+        BASE.replace("two", "2"),
+    ),
+    (
+        "two lines added under one heading: theirs first",
+        BASE,
+        BASE.replace("# Log\n", "# Log\n- mine\n"),
+        BASE.replace("# Log\n", "# Log\n- theirs\n"),
+        BASE.replace("# Log\n", "# Log\n- theirs\n- mine\n"),
+    ),
+    ("both appended at the end", "a\n", "a\nmine\n", "a\ntheirs\n", "a\ntheirs\nmine\n"),
+    ("an insertion that holds the other's is taken alone", "a\n", "a\nx\ny\n", "a\nx\n", "a\nx\ny\n"),
+    ("and the other way round", "a\n", "a\nx\n", "a\nw\nx\n", "a\nw\nx\n"),
+    ("one line edited differently on each side", BASE, BASE.replace("two", "2"), BASE.replace("two", "II"), None),
+    (
+        "a line deleted on one side, edited on the other",
+        BASE,
+        BASE.replace("- two\n", ""),
+        BASE.replace("two", "2"),
+        None,
+    ),
+    ("a deletion on one side only", BASE, BASE.replace("- one\n", ""), BASE, BASE.replace("- one\n", "")),
+    ("no final line break: appends still merge", "a\nb", "a\nb\nmine", "a\nb\ntheirs", "a\nb\ntheirs\nmine"),
+    ("one side keeps a final break", "a", "a\nmine\n", "a\ntheirs", "a\ntheirs\nmine\n"),
+    (
+        "CRLF lines are kept as they are",
+        "a\r\nb\r\n",
+        "a\r\nb\r\nmine\r\n",
+        "a\r\ntheirs\r\nb\r\n",
+        "a\r\ntheirs\r\nb\r\nmine\r\n",
+    ),
+    ("empty base: both wrote a whole note", "", "mine\n", "theirs\n", "theirs\nmine\n"),
+    ("a whole rewrite against a change", "a\nb\nc\n", "x\ny\nz\n", "a\nB\nc\n", None),
+]
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs", "merged"), [case[1:] for case in CASES], ids=[c[0] for c in CASES])
+def test_merge3_follows_diff3_with_insertions_at_one_place_kept(
+    base: str, ours: str, theirs: str, merged: str | None
+) -> None:
+    assert merge3(base, ours, theirs) == merged
+
+
+def test_merge3_of_16_appenders_keeps_every_line() -> None:
+    """Each merge adds one colleague's line to a head that already holds others: all survive, none twice."""
+    base = "# Log\n"
+    head = base
+    for number in range(16):
+        theirs = f"{base}- entry {number}\n"
+        head_with_it = merge3(base, head, theirs)
+        assert head_with_it is not None
+        head = head_with_it
+    assert sorted(head.splitlines()[1:]) == sorted(f"- entry {n}" for n in range(16))
+
+
+def test_merge3_refuses_texts_too_long_to_merge_safely() -> None:
+    long = "x\n" * (MAX_MERGE_LINES + 1)
+    assert merge3(long, long + "a\n", long + "b\n") is None
