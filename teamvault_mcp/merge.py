@@ -7,10 +7,19 @@ now (base → ours), so nothing of theirs is lost. The rules are diff3's:
 - a stretch changed on one side only takes that side's lines;
 - the same change on both sides is taken once;
 - lines inserted at the same place on both sides (and nothing deleted there) are
-  both kept, theirs first, unless one side's insertion already holds the other's —
-  the usual case of two people adding a line under the same heading;
+  both kept, theirs first; a line both sides inserted is kept once — the usual case
+  of two people adding a line under the same heading;
 - anything else that overlaps is a conflict: :func:`merge3` returns None and the
   caller decides (it never guesses which of two edits of one line to keep).
+
+``additive=True`` is for changes that only add lines (appends, new list items) when
+many writers collided at once: their versions were written over one another, so a
+line missing from one of them was lost by accident, not deleted. The merge is then
+ours, whole, plus every line theirs added to the base that ours does not have yet,
+each placed after the line it follows in theirs: lines are only ever added, never
+dropped, and never doubled. The price: a line a colleague changed or deleted in that
+same moment stays beside (or instead of) their version of it — visible in the diff and
+the history, and never a loss.
 
 Lines keep their own endings. A text that does not end with a line break is merged
 as if it did, and the result ends without one when neither side has one.
@@ -18,6 +27,7 @@ as if it did, and the result ends without one when neither side has one.
 
 from __future__ import annotations
 
+from collections import Counter
 from difflib import SequenceMatcher
 
 from teamvault_mcp.markdown import split_lines
@@ -28,12 +38,15 @@ MAX_MERGE_LINES = 50_000
 _BREAKS = ("\n", "\r")
 
 
-def merge3(base: str, ours: str, theirs: str) -> str | None:
+def merge3(base: str, ours: str, theirs: str, *, additive: bool = False) -> str | None:
     """``base`` with the changes of both ``ours`` and ``theirs``; None when they conflict."""
     open_ended = not ours.endswith(_BREAKS) and not theirs.endswith(_BREAKS)
     old, mine, other = (split_lines(_closed(text)) for text in (base, ours, theirs))
     if max(len(old), len(mine), len(other)) > MAX_MERGE_LINES:
         return None
+    if additive:  # the lines theirs added that ours lacks, each placed once
+        added = Counter(other) - Counter(old) - (Counter(mine) - Counter(old))
+        return _ended(_weave(mine, other, added), open_ended)
     merged: list[str] = []
     at_old = at_mine = at_other = 0
     end = (len(old), len(old), len(mine), len(mine), len(other), len(other))
@@ -44,8 +57,17 @@ def merge3(base: str, ours: str, theirs: str) -> str | None:
         merged += chunk
         merged += old[old_start:old_end]
         at_old, at_mine, at_other = old_end, mine_end, other_end
-    text = "".join(merged)
+    return _ended(merged, open_ended)
+
+
+def _ended(lines: list[str], open_ended: bool) -> str:
+    text = "".join(lines)
     return text[:-1] if open_ended and text.endswith("\n") else text
+
+
+def only_adds(before: str, after: str) -> bool:
+    """Whether ``after`` is ``before`` with lines added (none removed or changed)."""
+    return not Counter(split_lines(_closed(before))) - Counter(split_lines(_closed(after)))
 
 
 def _closed(text: str) -> str:
@@ -86,16 +108,20 @@ def _resolve(old: list[str], mine: list[str], other: list[str]) -> list[str] | N
         return mine
     if mine == old:
         return other
-    if not old:  # both sides only inserted lines here
-        if _holds(mine, other):
-            return mine
-        if _holds(other, mine):
-            return other
-        return other + mine  # theirs came first
-    return None
+    if old:
+        return None
+    return _weave(mine, other, Counter(other) - Counter(mine))  # both inserted here: theirs' lines first
 
 
-def _holds(lines: list[str], part: list[str]) -> bool:
-    """Whether ``part`` occurs in ``lines`` as a run of consecutive lines."""
-    size = len(part)
-    return any(lines[index : index + size] == part for index in range(len(lines) - size + 1))
+def _weave(mine: list[str], other: list[str], budget: Counter[str]) -> list[str]:
+    """``mine`` with lines of ``other`` that ``budget`` counts (and uses up), each after the line it follows there."""
+    woven = list(mine)
+    at = 0  # where the next line of `other` goes in `woven`
+    for line in other:
+        if budget[line] > 0:
+            budget[line] -= 1
+            woven.insert(at, line)
+            at += 1
+        elif line in woven[at:]:  # else a line of theirs that ours does not have and is not to be added
+            at = woven.index(line, at) + 1
+    return woven

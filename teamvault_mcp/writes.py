@@ -47,7 +47,7 @@ from teamvault_mcp.errors import (
     PreconditionFailedError,
     TeamVaultError,
 )
-from teamvault_mcp.merge import merge3
+from teamvault_mcp.merge import merge3, only_adds
 from teamvault_mcp.textdiff import shortened, unified_diff
 
 if TYPE_CHECKING:
@@ -61,8 +61,10 @@ Mode = Literal["rebase", "strict", "replace"]
 VERIFIED = "The server's answer was lost on the way; a check right after confirmed the change was applied."
 #: Times a rebased change is written again before the call gives up (colleagues writing all the while).
 REBASE_ROUNDS = 12
-#: Up to this many seconds, times the round, between rebase rounds: racing writers fall out of step.
+#: Up to this many seconds, doubled each round (at most REBASE_PAUSE_MAX), between rebase rounds:
+#: writers racing for one note fall out of step, as on a shared network wire.
 REBASE_PAUSE = 0.05
+REBASE_PAUSE_MAX = 2.0
 
 
 # -- preconditions ----------------------------------------------------------------------------------------
@@ -259,6 +261,8 @@ def write_content(
     current = built_on_hash  # what the server has, as far as we know: the If-Match
     own: set[str] = set()  # hashes this call wrote
     outcome = Written(file, data, built_on)
+    first_data = data
+    adds = read is not None and only_adds(_text(read), _text(data))  # an append: merged by adding lines only
     for round_number in range(REBASE_ROUNDS + 1):
         if round_number:
             client.new_write()
@@ -307,8 +311,15 @@ def write_content(
                 f"history as {describe(check.ours)}. Nothing of theirs is lost. Read the note again, then redo "
                 "your change on its current text."
             )
-        assert change is not None and built_on is not None
-        remade = _rebased(change, built_on, head, theirs_data, first=round_number == 0 and head.hash == written_hash)
+        assert change is not None and built_on is not None and read is not None
+        remade = _rebased(
+            change,
+            built_on,
+            head,
+            theirs_data,
+            first=round_number == 0 and head.hash == written_hash,
+            ours=(read, first_data) if adds else None,
+        )
         if remade is None or round_number == REBASE_ROUNDS:
             where = _put_back(ctx, project_id, path, file, ours=data, theirs=theirs_data, head=head)
             diff = shortened(unified_diff(_text(theirs_data), _text(data), before="their version", after="yours"))
@@ -322,7 +333,7 @@ def write_content(
         built_on = theirs_data if head.hash in own else head.data
         built_on_hash = sha256_hex(built_on)
         current, data = head.hash, remade
-        client.pause(client.random() * REBASE_PAUSE * (round_number + 1))
+        client.pause(client.random() * min(REBASE_PAUSE * 2**round_number, REBASE_PAUSE_MAX))
     raise ChangedMeanwhileError(
         f"Conflict: {path} kept changing while this call tried to write it ({REBASE_ROUNDS + 1} times); "
         "nothing of this call was written. Read the note again and try once more."
@@ -343,19 +354,31 @@ def _put(
     )
 
 
-def _rebased(change: Callable[[str], str], built_on: bytes, head: _Head, theirs: bytes, *, first: bool) -> bytes | None:
+def _rebased(
+    change: Callable[[str], str],
+    built_on: bytes,
+    head: _Head,
+    theirs: bytes,
+    *,
+    first: bool,
+    ours: tuple[bytes, bytes] | None,
+) -> bytes | None:
     """Our change on top of a colleague's version we replaced; None when it cannot be made again.
 
     When nobody wrote after us (``first``), the change is simply made again on their text,
     as a person would. Otherwise their change is merged into the note as it is now: ours
-    is in it already, or owed by whoever replaced ours.
+    is in it already, or owed by whoever replaced ours. ``ours`` (the text read and our
+    first write) is given when our change only adds lines: then many writers colliding
+    are merged by adding lines only, and ours are added back if the note lacks them.
     """
     if first:
         try:
             return change(_text(theirs)).encode("utf-8")
         except EditFailedError:
             pass  # it may still merge
-    merged = merge3(_text(built_on), _text(head.data), _text(theirs))
+    merged = merge3(_text(built_on), _text(head.data), _text(theirs), additive=ours is not None)
+    if merged is not None and ours is not None and not only_adds(_text(ours[1]), merged):
+        merged = merge3(_text(ours[0]), merged, _text(ours[1]), additive=True)  # our lines, if the note lost them
     return merged.encode("utf-8") if merged is not None else None
 
 
@@ -388,16 +411,21 @@ def _check_history(
     except TeamVaultError as error:
         return _Check(unknown=f"the note's version history could not be read ({error})")
     ordered = _oldest_first(versions)
-    mine = next((i for i in range(len(ordered) - 1, -1, -1) if _hash_of(ordered[i]) == written), None)
-    if mine is None:
+    hashes = [_hash_of(version) for version in ordered]
+    # Our version is the first with our hash after the newest version we built on that one follows:
+    # a later version with the same bytes is a colleague putting our text back, not our write.
+    for start in (i for i in range(len(hashes) - 1, -1, -1) if hashes[i] == built_on):
+        mine = next((i for i in range(start + 1, len(hashes)) if hashes[i] == written), None)
+        if mine is not None:
+            break
+    else:
+        if written in hashes and built_on not in hashes:
+            return _Check(unknown="the version history does not reach back to the version this write was made from")
         return _Check(unknown="the server's version history does not show this write")
-    for earlier in reversed(ordered[:mine]):
-        content_hash = _hash_of(earlier)
-        if content_hash == built_on:
-            return _Check(ours=ordered[mine])
-        if content_hash not in own:
-            return _Check(ours=ordered[mine], replaced=earlier)
-    return _Check(unknown="the version history does not reach back to the version this write was made from")
+    between = [i for i in range(start + 1, mine) if hashes[i] not in own]
+    if between:
+        return _Check(ours=ordered[mine], replaced=ordered[between[-1]])
+    return _Check(ours=ordered[mine])
 
 
 def _put_back(

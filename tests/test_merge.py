@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from teamvault_mcp.merge import MAX_MERGE_LINES, merge3
+from teamvault_mcp.merge import MAX_MERGE_LINES, merge3, only_adds
 
 BASE = "# Log\n- one\n- two\n\n# Notes\ntext\n"
 
@@ -57,6 +57,47 @@ CASES = [
     ),
     ("empty base: both wrote a whole note", "", "mine\n", "theirs\n", "theirs\nmine\n"),
     ("a whole rewrite against a change", "a\nb\nc\n", "x\ny\nz\n", "a\nB\nc\n", None),
+    ("a line both inserted at one place is kept once", "a\n", "a\nx\ny\n", "a\nw\nx\n", "a\nw\nx\ny\n"),
+    ("both replaced one line differently", "h\n- 1\n", "h\n- 1\n- 2\n", "h\n- 3\n", None),
+]
+
+ADDITIVE = [
+    (
+        "theirs was written over a line ours keeps: their line joins",
+        "h\n- 1\n",
+        "h\n- 1\n- 2\n",
+        "h\n- 3\n",
+        "h\n- 3\n- 1\n- 2\n",
+    ),
+    (
+        "a base line ours lacks is not brought back: its loss is not theirs",
+        "h\n- 1\n",
+        "h\n- 3\n",
+        "h\n- 1\n- 2\n",
+        "h\n- 2\n- 3\n",
+    ),
+    (
+        "both lost a base line: only lines of one of them are kept",
+        "h\n- 2\n",
+        "h\n- 11\n",
+        "h\n- 1\n",
+        "h\n- 1\n- 11\n",
+    ),
+    (
+        "no line twice, and a new line goes after the one it follows",
+        "h\n",
+        "h\n- 1\n- 2\n",
+        "h\n- 2\n- 3\n",
+        "h\n- 1\n- 2\n- 3\n",
+    ),
+    ("lines repeated on purpose stay repeated", "h\n", "h\n- [ ]\n", "h\n- [ ]\n- [ ]\n", "h\n- [ ]\n- [ ]\n"),
+    (
+        "a line theirs changed stays beside their version: never dropped",
+        "a\nb\nc\n",
+        "A\nb\nc\n",
+        "a\nb\nC\n",
+        "A\nb\nC\nc\n",
+    ),
 ]
 
 
@@ -65,6 +106,21 @@ def test_merge3_follows_diff3_with_insertions_at_one_place_kept(
     base: str, ours: str, theirs: str, merged: str | None
 ) -> None:
     assert merge3(base, ours, theirs) == merged
+
+
+@pytest.mark.parametrize(
+    ("base", "ours", "theirs", "merged"), [case[1:] for case in ADDITIVE], ids=[c[0] for c in ADDITIVE]
+)
+def test_additive_merge3_only_ever_adds_lines(base: str, ours: str, theirs: str, merged: str) -> None:
+    assert merge3(base, ours, theirs, additive=True) == merged
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "adds"),
+    [("a\n", "a\nb\n", True), ("a\nb\n", "a\n", False), ("a\n", "b\n", False), ("a", "a\nb", True), ("", "x", True)],
+)
+def test_only_adds_tells_appends_from_other_changes(before: str, after: str, adds: bool) -> None:
+    assert only_adds(before, after) is adds
 
 
 def test_merge3_of_16_appenders_keeps_every_line() -> None:
