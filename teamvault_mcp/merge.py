@@ -125,3 +125,35 @@ def _weave(mine: list[str], other: list[str], budget: Counter[str]) -> list[str]
         elif line in woven[at:]:  # else a line of theirs that ours does not have and is not to be added
             at = woven.index(line, at) + 1
     return woven
+
+
+def swap_additions(text: str, base: str, ours: str, theirs: str) -> str:
+    """``text`` with the lines ``ours`` added to ``base`` taken out, and those ``theirs`` added put in.
+
+    Puts a colleague's version back after ours was written over it, when both only
+    added lines: whatever else the note holds now (others' lines) stays. Idempotent.
+    """
+    open_ended = not text.endswith(_BREAKS)
+    old, mine, other = (split_lines(_closed(part)) for part in (base, ours, theirs))
+    ours_added = Counter(mine) - Counter(old) - (Counter(other) - Counter(old))
+    kept = []
+    for line in split_lines(_closed(text)):
+        if ours_added[line] > 0:
+            ours_added[line] -= 1
+            continue
+        kept.append(line)
+    added = Counter(other) - Counter(old) - (Counter(kept) - Counter(old))
+    return _ended(_weave(kept, other, added), open_ended)
+
+
+def newest_consistent(base: str, versions: list[str]) -> int:
+    """Of ``versions`` written one after another on top of ``base``, the newest that holds every line the
+    earlier ones added (by index). One that lacks them was written over them by someone who read an older
+    text — a writer who lost the race, whose version must not be restored."""
+    old = Counter(split_lines(_closed(base)))
+    lines = [Counter(split_lines(_closed(text))) for text in versions]
+    added = [have - old for have in lines]
+    for index in range(len(versions) - 1, 0, -1):
+        if all(not added[earlier] - lines[index] for earlier in range(index)):
+            return index
+    return 0

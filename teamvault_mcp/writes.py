@@ -47,7 +47,7 @@ from teamvault_mcp.errors import (
     PreconditionFailedError,
     TeamVaultError,
 )
-from teamvault_mcp.merge import merge3, only_adds
+from teamvault_mcp.merge import merge3, newest_consistent, only_adds, swap_additions
 from teamvault_mcp.textdiff import shortened, unified_diff
 
 if TYPE_CHECKING:
@@ -231,8 +231,13 @@ class _Check:
     """What the version history says about one write: the version it replaced, or why it cannot tell."""
 
     ours: dict[str, Any] | None = None
-    replaced: dict[str, Any] | None = None  # a colleague's version between ours and the one we built on
+    #: Colleagues' versions between the one we built on and ours, oldest first: we replaced the last.
+    between: tuple[dict[str, Any], ...] = ()
     unknown: str | None = None
+
+    @property
+    def replaced(self) -> dict[str, Any] | None:
+        return self.between[-1] if self.between else None
 
 
 def write_content(
@@ -246,12 +251,15 @@ def write_content(
     read: bytes | None = None,
     change: Callable[[str], str] | None = None,
     expected: str | None = None,
+    putting_back: bool = False,
 ) -> Written:
     """Replace the content of the note ``file`` at ``path`` by ``data``, losing no colleague's change made meanwhile.
 
     ``read`` is the text ``data`` was computed from (needed to rebase; else the listing's
     hash stands for it); ``change`` makes the new text from any text (needed in rebase
-    mode); ``expected`` is the agent's ``expectedHash`` (strict mode). See the module docstring.
+    mode); ``expected`` is the agent's ``expectedHash`` (strict mode). ``putting_back``:
+    this write restores a colleague's version (its change is idempotent; no further put-back).
+    See the module docstring for the rules.
     """
     if mode == "rebase" and (change is None or read is None):
         raise ValueError("a rebased write needs the text it was made from and the change to make again")
@@ -261,9 +269,11 @@ def write_content(
     current = built_on_hash  # what the server has, as far as we know: the If-Match
     own: set[str] = set()  # hashes this call wrote
     outcome = Written(file, data, built_on)
-    first_data = data
+    first = data
     adds = read is not None and only_adds(_text(read), _text(data))  # an append: merged by adding lines only
     for round_number in range(REBASE_ROUNDS + 1):
+        if round_number and sha256_hex(data) == current:
+            return outcome  # the note holds it all already (a put-back that others did too)
         if round_number:
             client.new_write()
         try:
@@ -293,35 +303,32 @@ def write_content(
         if check.unknown is not None or check.replaced is None:
             outcome.unchecked = check.unknown
             return outcome
-        theirs = check.replaced
         if mode == "replace":
-            outcome.replaced = describe(theirs, restore_hint=path)
+            outcome.replaced = describe(check.replaced, restore_hint=path)
             return outcome
-        theirs_data = client.download_version(project_id, file.id, str(theirs["id"]))
+        theirs, theirs_data = _to_keep(ctx, project_id, file, built_on, check.between)
         try:
             head = _head(ctx, project_id, path)
         except NoteNotFoundError:
             outcome.unchecked = f"the note was deleted right after this write, over {describe(theirs)}"
             return outcome
+        slip = _Slip(theirs_data, head, built_on, data)
         if mode == "strict":
-            where = _put_back(ctx, project_id, path, file, ours=data, theirs=theirs_data, head=head)
+            where = _put_back(ctx, project_id, path, file, slip, adds)
             raise ChangedMeanwhileError(
                 f"Conflict: {path} was changed by {describe(theirs)} after you read it (you expected contentHash "
                 f"{expected}), and this call's write replaced their version. {where}; your text stays in the "
                 f"history as {describe(check.ours)}. Nothing of theirs is lost. Read the note again, then redo "
                 "your change on its current text."
             )
-        assert change is not None and built_on is not None and read is not None
-        remade = _rebased(
-            change,
-            built_on,
-            head,
-            theirs_data,
-            first=round_number == 0 and head.hash == written_hash,
-            ours=(read, first_data) if adds else None,
-        )
+        assert change is not None and read is not None
+        remade = None
+        if round_number == 0 and head.hash == written_hash:
+            remade = _redone(change, theirs_data)  # nobody wrote after us: make the change on their text
+        if remade is None:
+            remade = _merged(slip, change=change if putting_back else None, ours=(read, first) if adds else None)
         if remade is None or round_number == REBASE_ROUNDS:
-            where = _put_back(ctx, project_id, path, file, ours=data, theirs=theirs_data, head=head)
+            where = "Nothing more was written" if putting_back else _put_back(ctx, project_id, path, file, slip, adds)
             diff = shortened(unified_diff(_text(theirs_data), _text(data), before="their version", after="yours"))
             raise ChangedMeanwhileError(
                 f"Conflict: {path} was changed by {describe(theirs)} while this call was writing, and the change "
@@ -340,6 +347,38 @@ def write_content(
     )
 
 
+@dataclass(frozen=True)
+class _Slip:
+    """A colleague's version that one of our writes replaced, and what we know around it."""
+
+    theirs: bytes
+    head: _Head  # the note now
+    built_on: bytes | None  # what our write was made from
+    ours: bytes  # what we wrote
+
+
+#: At most this many colleagues' versions (the newest) are compared to choose the one to keep.
+MAX_COMPARED = 8
+
+
+def _to_keep(
+    ctx: ToolContext, project_id: str, file: VaultFile, built_on: bytes | None, between: tuple[dict[str, Any], ...]
+) -> tuple[dict[str, Any], bytes]:
+    """The colleague's version whose text must survive our write, and its bytes.
+
+    Usually the one we replaced. When several landed since our read (a storm of writers),
+    the newest that holds what the earlier ones added: a version written over the others
+    by a writer who lost the race too is passed over, lest its lines come back.
+    """
+    candidates = list(between[-MAX_COMPARED:])
+    if len(candidates) == 1 or built_on is None:
+        newest = candidates[-1]
+        return newest, ctx.client.download_version(project_id, file.id, str(newest["id"]))
+    texts = [ctx.client.download_version(project_id, file.id, str(version["id"])) for version in candidates]
+    keep = newest_consistent(_text(built_on), [_text(data) for data in texts])
+    return candidates[keep], texts[keep]
+
+
 def _put(
     ctx: ToolContext, project_id: str, path: str, file: VaultFile, data: bytes, *, if_match: str | None
 ) -> tuple[VaultFile, bool]:
@@ -354,31 +393,28 @@ def _put(
     )
 
 
-def _rebased(
-    change: Callable[[str], str],
-    built_on: bytes,
-    head: _Head,
-    theirs: bytes,
-    *,
-    first: bool,
-    ours: tuple[bytes, bytes] | None,
-) -> bytes | None:
-    """Our change on top of a colleague's version we replaced; None when it cannot be made again.
+def _redone(change: Callable[[str], str], theirs: bytes) -> bytes | None:
+    try:
+        return change(_text(theirs)).encode("utf-8")
+    except EditFailedError:
+        return None  # it may still merge
 
-    When nobody wrote after us (``first``), the change is simply made again on their text,
-    as a person would. Otherwise their change is merged into the note as it is now: ours
-    is in it already, or owed by whoever replaced ours. ``ours`` (the text read and our
-    first write) is given when our change only adds lines: then many writers colliding
-    are merged by adding lines only, and ours are added back if the note lacks them.
+
+def _merged(slip: _Slip, *, change: Callable[[str], str] | None, ours: tuple[bytes, bytes] | None) -> bytes | None:
+    """Their change merged into the note as it is now (ours is in it, or owed by whoever replaced ours).
+
+    ``ours`` (the text read and our first write) is given when our change only adds lines:
+    then the merge only adds lines, and ours are added back if the note lost them.
+    ``change`` is given when it is idempotent (a put-back): it is made again on the merge.
+    None: the changes conflict.
     """
-    if first:
-        try:
-            return change(_text(theirs)).encode("utf-8")
-        except EditFailedError:
-            pass  # it may still merge
-    merged = merge3(_text(built_on), _text(head.data), _text(theirs), additive=ours is not None)
+    assert slip.built_on is not None
+    additive = ours is not None or change is not None
+    merged = merge3(_text(slip.built_on), _text(slip.head.data), _text(slip.theirs), additive=additive)
     if merged is not None and ours is not None and not only_adds(_text(ours[1]), merged):
         merged = merge3(_text(ours[0]), merged, _text(ours[1]), additive=True)  # our lines, if the note lost them
+    if merged is not None and change is not None:
+        merged = change(merged)
     return merged.encode("utf-8") if merged is not None else None
 
 
@@ -422,29 +458,40 @@ def _check_history(
         if written in hashes and built_on not in hashes:
             return _Check(unknown="the version history does not reach back to the version this write was made from")
         return _Check(unknown="the server's version history does not show this write")
-    between = [i for i in range(start + 1, mine) if hashes[i] not in own]
-    if between:
-        return _Check(ours=ordered[mine], replaced=ordered[between[-1]])
-    return _Check(ours=ordered[mine])
+    between = tuple(ordered[i] for i in range(start + 1, mine) if hashes[i] not in own)
+    return _Check(ours=ordered[mine], between=between)
 
 
-def _put_back(
-    ctx: ToolContext, project_id: str, path: str, file: VaultFile, *, ours: bytes, theirs: bytes, head: _Head
-) -> str:
-    """Make a colleague's version (that we replaced) current again, without our change; says where it is now."""
-    if head.hash == sha256_hex(ours):
-        restored: bytes | None = theirs
-    else:  # others wrote on top of ours: take ours out of the note as it is now, and theirs back in
-        merged = merge3(_text(ours), _text(head.data), _text(theirs))
-        restored = merged.encode("utf-8") if merged is not None else None
-    if restored is None:
-        return (
-            "Their text could not be put back automatically because the note changed again since; "
-            "restore_note_version brings their version back"
-        )
+def _put_back(ctx: ToolContext, project_id: str, path: str, file: VaultFile, slip: _Slip, adds: bool) -> str:
+    """Make a colleague's version (that we replaced) current again, without our change; says where it is now.
+
+    For a change that only adds lines, our lines are taken out of the note as it is now and
+    theirs put in, as a verified write like any other (others' lines stay). For another
+    change: their exact text when nobody wrote after us, else a merge, written once.
+    """
+    theirs, ours, head = _text(slip.theirs), _text(slip.ours), slip.head
     ctx.client.new_write()
     try:
-        _put(ctx, project_id, path, file, restored, if_match=head.hash)
+        if adds and slip.built_on is not None:
+            base = _text(slip.built_on)
+
+            def undo(text: str) -> str:
+                return swap_additions(text, base, ours, theirs)
+
+            restored = undo(_text(head.data)).encode("utf-8")
+            if sha256_hex(restored) != head.hash:
+                restored = write_content(
+                    ctx, project_id, path, file, restored, mode="rebase", read=head.data, change=undo, putting_back=True
+                ).data
+        else:
+            merged = theirs if head.hash == sha256_hex(slip.ours) else merge3(ours, _text(head.data), theirs)
+            if merged is None:
+                return (
+                    "Their text could not be put back automatically because the note changed again since; "
+                    "restore_note_version brings their version back"
+                )
+            restored = merged.encode("utf-8")
+            _put(ctx, project_id, path, file, restored, if_match=head.hash)
     except CallCancelledError:
         raise
     except TeamVaultError as error:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from teamvault_mcp.merge import MAX_MERGE_LINES, merge3, only_adds
+from teamvault_mcp.merge import MAX_MERGE_LINES, merge3, newest_consistent, only_adds, swap_additions
 
 BASE = "# Log\n- one\n- two\n\n# Notes\ntext\n"
 
@@ -138,3 +138,29 @@ def test_merge3_of_16_appenders_keeps_every_line() -> None:
 def test_merge3_refuses_texts_too_long_to_merge_safely() -> None:
     long = "x\n" * (MAX_MERGE_LINES + 1)
     assert merge3(long, long + "a\n", long + "b\n") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "merged"),
+    [
+        ("h\n- mine\n", "h\n- theirs\n"),  # nobody else wrote: theirs, exactly
+        ("h\n- other\n- mine\n", "h\n- theirs\n- other\n"),  # another writer's line stays
+        ("h\n- theirs\n- other\n", "h\n- theirs\n- other\n"),  # done already: nothing changes
+    ],
+)
+def test_swap_additions_puts_theirs_back_and_takes_ours_out_keeping_the_rest(text: str, merged: str) -> None:
+    assert swap_additions(text, "h\n", "h\n- mine\n", "h\n- theirs\n") == merged
+
+
+@pytest.mark.parametrize(
+    ("versions", "newest"),
+    [
+        (["h\n- 1\n"], 0),
+        (["h\n- 1\n", "h\n- 1\n- 2\n"], 1),  # built on the first
+        (["h\n- 1\n", "h\n- 2\n"], 0),  # written over the first: a loser
+        (["h\n- 1\n", "h\n- 1\n- r\n", "h\n- 2\n"], 1),
+        (["h\n- 1\n", "h\n- 2\n", "h\n- 1\n- 2\n- 3\n"], 2),  # a repair that holds both
+    ],
+)
+def test_newest_consistent_passes_over_versions_written_over_others(versions: list[str], newest: int) -> None:
+    assert newest_consistent("h\n", versions) == newest

@@ -25,6 +25,7 @@ from teamvault_mcp.localvault.store import Change
 
 AGENTS = 16
 ROUNDS = 40
+RECIPE_AGENTS = 8
 #: Seconds a child may take to answer; only a machine far too slow for the suite needs more.
 PATIENCE = 120.0
 
@@ -187,3 +188,42 @@ def test_two_agents_racing_with_one_expected_hash_never_both_win(vault: LocalVau
             assert (f"{side}: done" in final) == success, (round_number, side, final, [text_of(r) for r in results])
         wins += sum(won)
     assert wins >= ROUNDS // 2  # a round where neither wins is honest, but it must be the exception
+
+
+def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyone_through(
+    vault: LocalVault, agents: list[Agent]
+) -> None:
+    """Eight agents each read, edit with expectedHash, and on a conflict read again: all eight land.
+
+    They read at the same moment, so every round is a storm of writes that all passed their
+    check. Each success is in the final note. (A losing attempt's line can stay in the note
+    too when several put-backs cross: lines are only ever added back, never guessed away —
+    the README says so. Against a server with conditional writes there are no such copies.)
+    """
+    put(vault, "recipe.md", "# Log\n")
+    pending = dict(enumerate(agents[:RECIPE_AGENTS]))
+    for _ in range(4 * RECIPE_AGENTS):
+        if not pending:
+            break
+        reads = call_all(list(pending.values()), [("read_note", {"path": "recipe.md"})] * len(pending))
+        calls = [
+            (
+                "edit_note",
+                {
+                    "path": "recipe.md",
+                    "edits": [{"oldText": "# Log\n", "newText": f"# Log\n- entry {number}\n"}],
+                    "expectedHash": read["structuredContent"]["contentHash"],
+                },
+            )
+            for number, read in zip(pending, reads, strict=True)
+        ]
+        results = call_all(list(pending.values()), calls)
+        for number, result in zip(list(pending), results, strict=True):
+            if not result.get("isError"):
+                del pending[number]
+                assert f"- entry {number}" in content(vault, "recipe.md")  # a success is in the note at once
+            else:
+                assert text_of(result).startswith("Conflict"), text_of(result)
+    assert not pending, f"agents {sorted(pending)} never got their edit in"
+    lines = content(vault, "recipe.md").splitlines()
+    assert set(lines[1:]) == {f"- entry {n}" for n in range(RECIPE_AGENTS)}
