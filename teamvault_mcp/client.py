@@ -31,8 +31,10 @@ from teamvault_mcp.answers import (
 from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import (
     BODY_EXCERPT_CHARS,
+    CallCancelledError,
     HTTPStatusError,
     KeyInUseError,
+    PreconditionFailedError,
     TeamVaultError,
     UnexpectedAnswerError,
     printable,
@@ -42,6 +44,9 @@ from teamvault_mcp.redact import Redactor
 from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
 
 log = logging.getLogger(__name__)
+
+#: The answer header of a server that checks ``If-Match`` atomically with the write (our local vault does).
+CONDITIONAL_HEADER = "X-TeamVault-Conditional-Writes"
 
 
 class VaultFile(NamedTuple):
@@ -101,8 +106,12 @@ class TeamVaultClient:
         self._http = HttpSession(token, self._pool)
         self._redactor = Redactor(api_key)
         self.idempotency_key = str(uuid.uuid4())
+        #: Every key this call's writes used: one per distinct write request (a rebased edit is a new one).
+        self.idempotency_keys = [self.idempotency_key]
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False
+        #: Whether the last write's answer says the server checked its ``If-Match`` atomically.
+        self.conditional = False
         self._write_attempts = [0]  # shared with forks: one count for the whole call
 
     @property
@@ -124,6 +133,24 @@ class TeamVaultClient:
         twin.idempotency_key = self.idempotency_key
         twin._write_attempts = self._write_attempts
         return twin
+
+    def new_write(self) -> None:
+        """The next write request is a different one (other bytes): it gets a key of its own.
+
+        Retries of one request share its key, so the server applies it once; a second,
+        different request under the same key would be refused as a key mismatch.
+        """
+        self.idempotency_key = str(uuid.uuid4())
+        self.idempotency_keys.append(self.idempotency_key)
+
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` on the call's clock (never past its budget); :class:`CallCancelledError` on a cancel."""
+        if self._clock.wait(self._token.event, max(0.0, min(seconds, self._budget.remaining() - 1.0))):
+            raise CallCancelledError()
+
+    def random(self) -> float:
+        """A random fraction from the call's clock (tests make it fixed)."""
+        return self._clock.random()
 
     def __repr__(self) -> str:
         return f"TeamVaultClient({self._base_url!r})"
@@ -196,32 +223,39 @@ class TeamVaultClient:
             files={"file": (filename, content, mime_type)},
         )
 
-    def replace_content(self, project_id: str, file_id: str, content: bytes) -> VaultFile:
-        """``PUT /files/:id`` with the raw bytes; the file keeps its type and mime type."""
+    def replace_content(
+        self, project_id: str, file_id: str, content: bytes, *, if_match: str | None = None
+    ) -> VaultFile:
+        """``PUT /files/:id`` with the raw bytes; the file keeps its type and mime type.
+
+        ``if_match``: the content hash the note must still have; a server that checks it
+        refuses with :class:`PreconditionFailedError`, one that does not ignores it
+        (:attr:`conditional` tells which).
+        """
         return self._file_answer(
             "PUT",
             _file(project_id, file_id),
             write=True,
             data=content,
-            headers={"Content-Type": "application/octet-stream"},
+            headers={"Content-Type": "application/octet-stream", **_if_match(if_match)},
         )
 
-    def move_file(self, project_id: str, file_id: str, new_path: str) -> dict[str, Any]:
+    def move_file(self, project_id: str, file_id: str, new_path: str, *, if_match: str | None = None) -> dict[str, Any]:
         api_path = _file(project_id, file_id)
         moved = self._json(
             "PATCH",
             api_path,
             write=True,
             data=json.dumps({"newPath": new_path}).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **_if_match(if_match)},
         ).get("file")
         if not isinstance(moved, dict):
             raise self._unexpected("PATCH", api_path, "no 'file' object")
         # Only the fields the contract names, and only as strings: a caller falls back on what it sent.
         return {key: moved[key] for key in ("id", "path") if isinstance(moved.get(key), str) and moved[key]}
 
-    def delete_file(self, project_id: str, file_id: str) -> None:
-        self._request("DELETE", _file(project_id, file_id), write=True)
+    def delete_file(self, project_id: str, file_id: str, *, if_match: str | None = None) -> None:
+        self._request("DELETE", _file(project_id, file_id), write=True, headers=_if_match(if_match))
 
     def list_versions(self, project_id: str, file_id: str) -> list[dict[str, Any]]:
         api_path = f"{_file(project_id, file_id)}/versions"
@@ -301,6 +335,7 @@ class TeamVaultClient:
             cancel=self._token.event,
         )
         if write:
+            self.conditional = answer.headers.get(CONDITIONAL_HEADER, "").lower() == "if-match"
             self.replayed = answer.headers.get("Idempotent-Replayed", "").lower() == "true"
             if self.replayed:
                 log.info("%s %s: the server replayed the answer of an earlier attempt", method, shown_path)
@@ -319,6 +354,9 @@ class TeamVaultClient:
         retry_after = parse_retry_after(answer.headers.get("Retry-After"), self._clock.wall())
         if answer.status == 409 and code == "idempotency_key_in_use":
             return KeyInUseError(method, api_path, detail, retry_after=retry_after)
+        if answer.status == 412:
+            current = _current_hash(answer.text, answer)
+            return PreconditionFailedError(method, api_path, detail, current_hash=current)
         location = None
         if 300 <= answer.status < 400:
             location = printable(self._redactor.text(answer.headers.get("Location") or "?"))[:BODY_EXCERPT_CHARS]
@@ -337,6 +375,23 @@ def _project(project_id: str) -> str:
 
 def _file(project_id: str, file_id: str) -> str:
     return f"{_project(project_id)}/files/{quote(file_id, safe='')}"
+
+
+def _if_match(content_hash: str | None) -> dict[str, str]:
+    return {"If-Match": f'"{content_hash}"'} if content_hash else {}
+
+
+def _current_hash(body: str, answer: Answer) -> str | None:
+    """The note's hash now, from a 412: the envelope's ``currentHash``, else the ``ETag``."""
+    try:
+        envelope = json.loads(body)
+    except ValueError:
+        envelope = None
+    error = envelope.get("error") if isinstance(envelope, dict) else None
+    current = error.get("currentHash") if isinstance(error, dict) else None
+    if not isinstance(current, str):
+        current = answer.headers.get("ETag", "").strip().strip('"') or None
+    return current.lower() if current else None
 
 
 def _with_query(api_path: str, params: Mapping[str, str] | None) -> str:

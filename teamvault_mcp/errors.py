@@ -14,12 +14,14 @@ turns them into tool results. Nothing else translates errors.
     ├── SectionNotFoundError        no heading at that tocPath; names the headings that exist
     ├── NotTextError                ``Not a text file: <path> (<mimeType>).``
     ├── HTTPStatusError             the server answered with an error status
-    │   └── KeyInUseError           409 ``idempotency_key_in_use``: retried until the budget ends
+    │   ├── KeyInUseError           409 ``idempotency_key_in_use``: retried until the budget ends
+    │   └── PreconditionFailedError 412: the note no longer has the hash ``If-Match`` named
     ├── UnexpectedAnswerError       a 2xx answer we cannot read (not JSON, wrong shape)
     ├── NetworkError                no answer: DNS, connect, reset, broken body
     │   ├── StaleConnectionError    a pooled connection the server had closed: sent again at once, uncounted
     │   └── AttemptTimeoutError     no complete answer within the attempt's limit
     ├── ConflictError               ``expectedHash`` differs from the note's current hash
+    ├── ChangedMeanwhileError       a colleague's write landed during ours; theirs is current again
     ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
     ├── NotAppliedError             an unanswered write that a check found not applied
     ├── OutOfTimeError              the call's budget is too short to start a request
@@ -415,6 +417,14 @@ class KeyInUseError(HTTPStatusError):
         self.uncertain = True  # the first attempt is being applied right now
 
 
+class PreconditionFailedError(HTTPStatusError):
+    """412: a conditional write found the note at another content hash (``current_hash``); nothing changed."""
+
+    def __init__(self, method: str, api_path: str, body: str, *, current_hash: str | None) -> None:
+        super().__init__(method, api_path, 412, body, code="precondition_failed")
+        self.current_hash = current_hash
+
+
 class UnexpectedAnswerError(TeamVaultError):
     """A success status whose body is not what the API contract promises (``detail``: what it held)."""
 
@@ -485,6 +495,14 @@ class ConflictError(TeamVaultError):
             text += " Read the note again, then redo your change on its current text."
         super().__init__(text)
         self.current = current
+
+
+class ChangedMeanwhileError(TeamVaultError):
+    """A colleague's write landed between our read and our write, and ours cannot stand on it.
+
+    Raised only after their text was made current again (or when the message says
+    exactly where it is): nothing of theirs is lost, and ours stays in the history.
+    """
 
 
 class EditFailedError(TeamVaultError):

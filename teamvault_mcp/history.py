@@ -13,8 +13,8 @@ from typing import Any
 
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.errors import NotTextError, TeamVaultError
-from teamvault_mcp.notes import VERIFIED, expect, settle_content
 from teamvault_mcp.textdiff import unified_diff
+from teamvault_mcp.writes import Mode, add_story, expect, write_content
 
 
 def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -77,23 +77,17 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
             f"{note.path} already has the content of version {version.get('versionNumber')}: nothing was written.",
             result,
         )
-    file = note.file
-    _, verified = settle_content(
-        ctx,
-        project_id,
-        note.path,
-        lambda: ctx.client.replace_content(project_id, file.id, data),
-        before=note.content_hash,
-        data=data,
-    )
+    expected = args.get("expectedHash")
+    mode: Mode = "strict" if expected is not None else "replace"
+    written = write_content(ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, expected=expected)
     result["action"] = "restored"
-    if verified:
-        result.update(verified=True, note=VERIFIED)
+    add_story(ctx, result, written)
     headline = (
         f"Restored {note.path} to the content of version {version.get('versionNumber')} as a new version "
         f"(contentHash {restored_hash}); the content it replaces stays in the history."
     )
-    return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{diff}", result)
+    story = "".join(f" {sentence}" for sentence in written.notes())
+    return ToolOutput(f"{headline}{story}\n{diff}", result)
 
 
 def _versions(ctx: ToolContext, project_id: str, file_id: str) -> list[dict[str, Any]]:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from teamvault_mcp import frontmatter
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
-from teamvault_mcp.notes import VERIFIED, expect, mime_type_for, rewrite, settle_content
+from teamvault_mcp.notes import mime_type_for
 from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
 from teamvault_mcp.textdiff import unified_diff
+from teamvault_mcp.writes import VERIFIED, expect, rewrite, settle_content
 
 if TYPE_CHECKING:
     from teamvault_mcp.client import TeamVaultClient
@@ -55,7 +56,8 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if both:
         raise ToolInputError(f"A field cannot be both set and removed: {', '.join(both)}.")
     note = ctx.note(project_id, args["path"])
-    expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
+    expected = args.get("expectedHash")
+    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
     original = note.editable_text("its front matter")
     check = _yaml_check(ctx, note.path)
     current, _ = frontmatter.read(original, note.path, check=check)
@@ -73,6 +75,8 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         dry_run=bool(args.get("dryRun")),
         edits="these changes",
         done="Updated the front matter of",
+        change=lambda text: frontmatter.update(text, changes, remove, note.path, check=check),
+        expected=expected,
         extra=extra,
     )
 
@@ -209,7 +213,17 @@ def upsert(schema: Schema, ctx: ToolContext, args: Mapping[str, Any]) -> ToolOut
     changed = frontmatter.update(original, dict(args), [], note.path, check=check)
     after, _ = frontmatter.read(changed, note.path, check=check)
     extra = {"action": "updated" if changed != original else "unchanged", "frontmatter": after}
-    return rewrite(ctx, project_id, note, changed, dry_run=False, edits="these fields", done="Updated", extra=extra)
+    return rewrite(
+        ctx,
+        project_id,
+        note,
+        changed,
+        dry_run=False,
+        edits="these fields",
+        done="Updated",
+        change=lambda text: frontmatter.update(text, dict(args), [], note.path, check=check),
+        extra=extra,
+    )
 
 
 def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values: dict[str, Any]) -> ToolOutput:

@@ -204,11 +204,18 @@ async def test_write_note_creates_a_new_note(runner: ToolRunner, http_mock: resp
 async def test_write_note_updates_an_existing_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     resolves(http_mock, "a.md", file_record("a.md", "f1"))
     http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1", size="9")})
+    digest = hashlib.sha256(b"new text\n").hexdigest()
+    history = [
+        {"id": "v2", "versionNumber": 2, "contentHash": digest},
+        {"id": "v1", "versionNumber": 1, "contentHash": "0" * 64},
+    ]
+    http_mock.get(f"{FILES}/f1/versions", json={"versions": history})
     _, is_error, structured = await call(runner, "write_note", path="a.md", content="new text\n")
     assert not is_error
-    digest = hashlib.sha256(b"new text\n").hexdigest()
     assert structured == {"path": "a.md", "action": "updated", "size": 9, "contentHash": digest}
-    assert http_mock.calls[1].request.body == b"new text\n"
+    put = http_mock.calls[1].request
+    assert put.body == b"new text\n"
+    assert put.headers["If-Match"] == '"' + "0" * 64 + '"'  # the hash the listing gave: atomic where supported
 
 
 async def test_write_note_refuses_to_overwrite_a_binary_file(
@@ -564,6 +571,12 @@ async def test_an_upper_case_content_hash_from_the_server_compares_equal(
     digest = hashlib.sha256(note).hexdigest()
     resolves(http_mock, "a.md", file_record("a.md", "f1", contentHash=digest.upper()))
     http_mock.put(f"{FILES}/f1", json={"file": file_record("a.md", "f1")})
+    written = hashlib.sha256(b"new\n").hexdigest()
+    history = [
+        {"id": "v2", "versionNumber": 2, "contentHash": written},
+        {"id": "v1", "versionNumber": 1, "contentHash": digest},
+    ]
+    http_mock.get(f"{FILES}/f1/versions", json={"versions": history})
     text, is_error, structured = await call(runner, "write_note", path="a.md", content="new\n", expectedHash=digest)
     assert not is_error, text  # not a conflict: the server's upper-case hash is the same hash
     assert structured["action"] == "updated"

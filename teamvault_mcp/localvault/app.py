@@ -178,6 +178,8 @@ class VaultHandler(BaseHTTPRequestHandler):
         fault = self.state.faults.take(self.command, path)
         if fault is not None and not fault.applies:
             return self._fault_instead(fault)
+        if fault is not None and fault.action is not None:
+            fault.action()  # e.g. a colleague's write that lands just before this request
         if name == "preflight":
             return Answer(204, b"", None, _cors())
         user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))

@@ -8,7 +8,8 @@ what the next matching requests get:
 - ``Fault.apply_then_close()``: applied, then the connection closed without an answer;
 - ``Fault.delay(seconds)``: the work takes ``seconds`` longer (a keyed write is in flight meanwhile);
 - ``Fault.drip(interval)``: applied, then the answer sent one byte per ``interval``;
-- ``Fault.hang()``: nothing sent until the client goes away; nothing applied.
+- ``Fault.hang()``: nothing sent until the client goes away; nothing applied;
+- ``Fault.first(action)``: ``action`` runs (a colleague's write, say), then the request is carried out.
 
 ``FaultPlan.chooser`` may also pick a fault for any request (the soak test's chaos).
 """
@@ -27,6 +28,7 @@ class Fault:
     status: int = 0
     retry_after: str | None = None
     seconds: float = 0.0
+    action: Callable[[], None] | None = None
 
     @classmethod
     def answer(cls, status: int, retry_after: str | None = None) -> Fault:
@@ -52,10 +54,14 @@ class Fault:
     def hang(cls, at_most: float = 60.0) -> Fault:
         return cls("hang", seconds=at_most)
 
+    @classmethod
+    def first(cls, action: Callable[[], None]) -> Fault:
+        return cls("first", action=action)
+
     @property
     def applies(self) -> bool:
         """Whether the request is carried out under this fault."""
-        return self.kind in ("apply_then_close", "delay", "drip")
+        return self.kind in ("apply_then_close", "delay", "drip", "first")
 
 
 Chooser = Callable[[str, str], Fault | None]

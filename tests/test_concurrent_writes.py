@@ -1,0 +1,146 @@
+"""No lost updates: a colleague's write that lands between our read and our write is never silently replaced.
+
+The local vault here cannot check ``If-Match`` (like today's Team Vault server), so the
+client finds out from the version history right after its PUT. A scripted fault runs
+the colleague's write at the exact moment: after our read, just before our PUT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from test_safe_writes import NOTE, Session, digest, open_session
+
+from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
+from teamvault_mcp.localvault import Fault
+
+pytestmark = pytest.mark.anyio
+
+FILE = "/api/projects/*/files/*"
+THEIRS = NOTE.replace("- [ ] send the report", "- [x] send the report")
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[Session]:
+    async for running in open_session(tmp_path):
+        yield running
+
+
+def colleague_writes_before_our_put(session: Session, path: str, content: str) -> None:
+    """The next PUT of the note first lets a colleague write ``content`` (a version of their own)."""
+    session.vault.faults.add("PUT", FILE, Fault.first(lambda: session.colleague_writes(path, content.encode())))
+
+
+def history(session: Session, path: str) -> list[bytes]:
+    """Every version's bytes, oldest first."""
+    store, project = session.vault.store, session.vault.project_id
+    file_id = session.file_id(path)
+    versions = sorted(store.versions(project, file_id), key=lambda v: v["versionNumber"])
+    return [store.version_content(project, file_id, v["id"]) for v in versions]
+
+
+async def test_an_edit_is_made_again_on_top_of_a_colleagues_write_that_slipped_in(session: Session) -> None:
+    await session.ok("write_note", path="tasks.md", content=NOTE)
+    colleague_writes_before_our_put(session, "tasks.md", THEIRS)
+    edit = {"oldText": "- [ ] call Kuzma", "newText": "- [x] call Kuzma"}
+    text, is_error, result = await session.call("edit_note", path="tasks.md", edits=[edit])
+    assert not is_error, text
+    both = THEIRS.replace("- [ ] call Kuzma", "- [x] call Kuzma")
+    assert session.content("tasks.md") == both.encode()
+    assert result["contentHash"] == digest(both)
+    assert "A colleague's change landed while this call was writing" in text
+    assert "by Colleague" in text
+    added = [line for line in result["diff"].splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == ["+- [x] call Kuzma"]  # the diff shows our change, on top of theirs
+    # Nothing of anyone's is lost: base, theirs, ours on the base (replaced at once), ours on theirs.
+    assert history(session, "tasks.md")[-3:] == [
+        THEIRS.encode(),
+        NOTE.replace("[ ] call", "[x] call").encode(),
+        both.encode(),
+    ]
+
+
+async def test_front_matter_updates_are_made_again_on_a_colleagues_write(session: Session) -> None:
+    await session.ok("write_note", path="p.md", content="---\nstatus: draft\n---\nBody\n")
+    colleague_writes_before_our_put(session, "p.md", "---\nstatus: draft\n---\nBody, and more\n")
+    text, is_error, _ = await session.call("update_frontmatter", path="p.md", set={"status": "done"})
+    assert not is_error, text
+    assert session.content("p.md") == b"---\nstatus: done\n---\nBody, and more\n"
+
+
+async def test_an_edit_that_no_longer_applies_puts_their_text_back_and_fails(session: Session) -> None:
+    await session.ok("write_note", path="tasks.md", content=NOTE)
+    theirs = NOTE.replace("call Kuzma", "call Pozharsky")
+    colleague_writes_before_our_put(session, "tasks.md", theirs)
+    edit = {"oldText": "call Kuzma", "newText": "call Minin"}
+    text, is_error, _ = await session.call("edit_note", path="tasks.md", edits=[edit])
+    assert is_error
+    assert text.startswith("Conflict: tasks.md was changed by version")
+    assert "Their text is the current version again" in text
+    assert "-- [ ] call Pozharsky" in text and "+- [ ] call Minin" in text  # the diff between theirs and ours
+    assert UNCERTAIN_WRITE_HINT not in text
+    assert session.content("tasks.md") == theirs.encode()
+    assert NOTE.replace("Kuzma", "Minin").encode() in history(session, "tasks.md")  # ours stays in the history
+
+
+async def test_with_expected_hash_a_slipped_in_write_is_a_conflict_and_theirs_stays(session: Session) -> None:
+    await session.ok("write_note", path="tasks.md", content=NOTE)
+    colleague_writes_before_our_put(session, "tasks.md", THEIRS)
+    edit = {"oldText": "- [ ] call Kuzma", "newText": "- [x] call Kuzma"}
+    text, is_error, _ = await session.call("edit_note", path="tasks.md", edits=[edit], expectedHash=digest(NOTE))
+    assert is_error
+    assert f"you expected contentHash {digest(NOTE)}" in text
+    assert "Their text is the current version again" in text and "your text stays in the history" in text
+    assert session.content("tasks.md") == THEIRS.encode()
+    assert NOTE.replace("[ ] call", "[x] call").encode() in history(session, "tasks.md")
+
+
+@pytest.mark.parametrize("tool", ["write_note", "restore_note_version"])
+async def test_with_expected_hash_a_whole_note_write_that_replaced_a_colleague_is_undone(
+    session: Session, tool: str
+) -> None:
+    await session.ok("write_note", path="a.md", content="one\n")
+    await session.ok("write_note", path="a.md", content="two\n")
+    colleague_writes_before_our_put(session, "a.md", "theirs\n")
+    arguments = {"content": "mine\n"} if tool == "write_note" else {"version": 1}
+    text, is_error, _ = await session.call(tool, path="a.md", expectedHash=digest("two\n"), **arguments)
+    assert is_error and text.startswith("Conflict: a.md was changed by version"), text
+    assert session.content("a.md") == b"theirs\n"
+
+
+async def test_a_plain_write_replaces_by_intent_but_says_what_and_whose(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="one\n")
+    colleague_writes_before_our_put(session, "a.md", "theirs\n")
+    text, is_error, result = await session.call("write_note", path="a.md", content="mine\n")
+    assert not is_error, text
+    assert session.content("a.md") == b"mine\n"
+    assert "by Colleague" in result["replacedMeanwhile"]
+    assert 'restore_note_version(path="a.md", version=2)' in result["replacedMeanwhile"]
+    assert "replacedMeanwhile" in text
+
+
+async def test_a_delete_with_expected_hash_over_a_colleagues_write_is_undone(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="one\n")
+    session.vault.faults.add("DELETE", FILE, Fault.first(lambda: session.colleague_writes("a.md", b"theirs\n")))
+    text, is_error, _ = await session.call("delete_note", path="a.md", expectedHash=digest("one\n"))
+    assert is_error and "the delete was undone: their text is back at a.md" in text, text
+    assert session.content("a.md") == b"theirs\n"
+
+
+async def test_a_move_with_expected_hash_over_a_colleagues_write_is_undone(session: Session) -> None:
+    await session.ok("write_note", path="a.md", content="one\n")
+    session.vault.faults.add("PATCH", FILE, Fault.first(lambda: session.colleague_writes("a.md", b"theirs\n")))
+    text, is_error, _ = await session.call("move_note", path="a.md", newPath="b.md", expectedHash=digest("one\n"))
+    assert is_error and "the move was undone: the note is back at a.md" in text, text
+    assert session.content("a.md") == b"theirs\n"
+
+
+async def test_without_a_colleague_a_write_costs_one_more_request_than_before(session: Session) -> None:
+    """The check is one listing of the versions; nothing else is fetched when nobody wrote meanwhile."""
+    await session.ok("write_note", path="tasks.md", content=NOTE)
+    before = len(session.vault.faults.seen)
+    await session.ok("edit_note", path="tasks.md", edits=[{"oldText": "Kuzma", "newText": "Minin"}])
+    methods = [method for method, _ in session.vault.faults.seen[before:]]
+    assert methods == ["GET", "GET", "PUT", "GET"]  # resolve, download, write, then the versions

@@ -1,0 +1,151 @@
+"""Golden files: ``tools/list`` and the results of a scripted session, byte for byte.
+
+A refactoring must not change what an agent sees. The script below runs a fixed
+session against a local vault through a real MCP client; ids, times and the vault's
+address are replaced by placeholders, and the rest is compared with the files in
+``tests/golden/``. After an intended change of a tool's text or schema, regenerate
+them with ``UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_config
+from mcp import Client
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.retry import RetryPolicy, SystemClock
+from teamvault_mcp.server import ToolRunner, build_server
+
+pytestmark = pytest.mark.anyio
+
+GOLDEN = Path(__file__).parent / "golden"
+FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05)
+
+RUNBOOK = """---
+owner: Ada
+status: active
+tags: [ops, runbook]
+---
+# Operations Runbook
+
+Intro line.
+
+## Failover
+
+Switch the ledger database to the standby.
+
+### Drill
+
+Run the failover drill every quarter.
+
+## Contacts
+
+- Ada (on call)
+"""
+
+#: (tool, arguments) in order; each result (text, structured content, error flag) is kept.
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("whoami", {}),
+    ("write_note", {"path": "ops/runbook.md", "content": RUNBOOK}),
+    ("write_note", {"path": "people/ada.md", "content": "# Ada\n\nOn call. See [[runbook]].\n"}),
+    ("write_note", {"path": "people/ada.md", "content": "x", "mode": "create"}),
+    ("list_notes", {}),
+    ("list_notes", {"depth": 1}),
+    ("read_note", {"path": "ops/runbook.md"}),
+    ("read_note", {"path": "ops/runbook.md", "section": ["Operations Runbook", "Failover"]}),
+    ("read_note", {"path": "ops/runbook.md", "startLine": 2, "endLine": 3}),
+    ("read_note", {"path": "ops/nothing.md"}),
+    ("read_notes", {"paths": ["ops/runbook.md", "people/ada.md", "missing.md"]}),
+    ("note_outline", {"path": "ops/runbook.md"}),
+    ("note_outline", {"path": "ops/runbook.md", "tocPath": ["Operations Runbook"]}),
+    ("search_notes", {"query": "failover drill"}),
+    ("search_notes", {"query": "ledger", "mode": "phrase"}),
+    ("search_notes", {"query": "zebra"}),
+    ("find_notes", {"query": "runbok"}),
+    ("read_frontmatter", {"path": "ops/runbook.md"}),
+    ("update_frontmatter", {"path": "ops/runbook.md", "set": {"status": "done"}, "dryRun": True}),
+    ("update_frontmatter", {"path": "ops/runbook.md", "set": {"status": "done", "added": "yes"}}),
+    (
+        "edit_note",
+        {"path": "people/ada.md", "edits": [{"oldText": "On call.", "newText": "Off call."}], "dryRun": True},
+    ),
+    ("edit_note", {"path": "people/ada.md", "edits": [{"oldText": "On call.", "newText": "Off call."}]}),
+    ("edit_note", {"path": "people/ada.md", "edits": [{"oldText": "not there", "newText": "x"}]}),
+    (
+        "edit_note",
+        {"path": "people/ada.md", "edits": [{"oldText": "Ada", "newText": "Grace"}], "expectedHash": "0" * 64},
+    ),
+    ("list_note_versions", {"path": "people/ada.md"}),
+    ("read_note_version", {"path": "people/ada.md", "version": 1}),
+    ("diff_note_versions", {"path": "people/ada.md", "from": 1}),
+    ("restore_note_version", {"path": "people/ada.md", "version": 1}),
+    ("move_note", {"path": "people/ada.md", "newPath": "people/ada-lovelace.md"}),
+    ("move_note", {"path": "people/nobody.md", "newPath": "x.md"}),
+    ("delete_note", {"path": "people/ada-lovelace.md"}),
+    ("read_note", {"path": "../escape.md"}),
+    ("read_note", {"path": "ops/runbook.md", "bogus": 1}),
+    ("no_such_tool", {}),
+]
+
+_PLACEHOLDERS = [
+    (re.compile(r"\bc[0-9a-f]{24}\b"), "<id>"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z"), "<time>"),
+    (re.compile(r"http://127\.0\.0\.1:\d+"), "<vault>"),
+    (re.compile(r"(?<=in )\d+\.\d s\b"), "<seconds>"),
+]
+
+
+def normalised(value: Any) -> Any:
+    """``value`` with what differs from run to run (ids, times, the vault's port) replaced."""
+    text = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)
+    for pattern, placeholder in _PLACEHOLDERS:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[Client]:
+    with LocalVault(tmp_path / "vault") as vault:
+        config = make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id)
+        runner = ToolRunner(config, clock=SystemClock(), policy=FAST)
+        async with Client(build_server(runner), mode="legacy") as connected:
+            yield connected
+
+
+def check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"{path} is missing: run with UPDATE_GOLDEN=1 to make it"
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed: diff it against {path}"
+
+
+async def test_tools_list_is_as_recorded(client: Client) -> None:
+    listed = await client.list_tools()
+    tools = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]
+    check("tools_list.json", normalised(tools) + "\n")
+
+
+async def test_a_scripted_session_gives_the_recorded_results(client: Client) -> None:
+    results = []
+    for tool, arguments in SCRIPT:
+        result = await client.call_tool(tool, arguments)
+        results.append(
+            {
+                "call": [tool, arguments],
+                "isError": result.is_error,
+                "text": [block.text for block in result.content if block.type == "text"],
+                "structured": result.structured_content,
+            }
+        )
+    check("session.json", normalised(results) + "\n")

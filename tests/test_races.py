@@ -1,0 +1,229 @@
+"""Races between real MCP server processes on one vault: nothing acknowledged is ever lost.
+
+Sixteen ``teamvault-mcp`` child processes share a local vault that cannot check
+``If-Match`` (as today's Team Vault server cannot), and are sent their calls at the
+same moment over stdio, as sixteen agents would. These are the issue's goals, checked
+by counting, never by timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.localvault.store import Change
+
+AGENTS = 16
+ROUNDS = 40
+RECIPE_AGENTS = 8
+#: Seconds a child may take to answer; only a machine far too slow for the suite needs more.
+PATIENCE = 120.0
+
+
+class Agent:
+    """One ``teamvault-mcp`` process over stdio, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "teamvault_mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.next_id = 0
+        self._buffer = b""
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
+        self.next_id += 1
+        self._write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        return self.next_id
+
+    def notify(self, method: str) -> None:
+        self._write({"jsonrpc": "2.0", "method": method})
+
+    def _write(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        """The response to ``request_id`` (notifications before it are skipped)."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + PATIENCE
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while True:
+                while b"\n" in self._buffer:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
+                    message = json.loads(line)
+                    if message.get("id") == request_id:
+                        return dict(message)
+                left = deadline - time.monotonic()
+                assert left > 0, f"no answer within {PATIENCE:g} s: the machine is too slow for this test"
+                if selector.select(left):
+                    chunk = os.read(self.process.stdout.fileno(), 65536)
+                    assert chunk, "the MCP server process ended"
+                    self._buffer += chunk
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=PATIENCE)
+        self.process.stdout.close()
+
+
+def call_all(agents: list[Agent], calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Send every agent its call at once, then collect the results (in agent order)."""
+    ids = [
+        agent.send("tools/call", {"name": name, "arguments": arguments})
+        for agent, (name, arguments) in zip(agents, calls, strict=True)
+    ]
+    return [agent.answer(request_id)["result"] for agent, request_id in zip(agents, ids, strict=True)]
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
+    with LocalVault(tmp_path_factory.mktemp("races") / "vault") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def agents(vault: LocalVault, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Agent]]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path_factory.mktemp("home")),
+        "TEAM_VAULT_URL": vault.url,
+        "TEAM_VAULT_API_KEY": vault.api_key,
+        "TEAM_VAULT_PROJECT_ID": vault.project_id,
+        "TEAM_VAULT_CACHE_DIR": "off",  # every agent reads the note afresh, as separate machines would
+        "TEAM_VAULT_LOG_LEVEL": "error",
+    }
+    started = [Agent(env) for _ in range(AGENTS)]
+    try:
+        handshakes = [
+            agent.send(
+                "initialize",
+                {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "race", "version": "1"}},
+            )
+            for agent in started
+        ]
+        for agent, request_id in zip(started, handshakes, strict=True):
+            agent.answer(request_id)
+            agent.notify("notifications/initialized")
+        yield started
+    finally:
+        for agent in started:
+            agent.close()
+
+
+def put(vault: LocalVault, path: str, content: str) -> str:
+    """Set a note's content straight in the vault; returns its contentHash."""
+    store = vault.store
+    owner = store.owner_of(vault.project_id)
+    with store.write() as db:
+        change = Change(db, vault.project_id, owner)
+        files = store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
+        if files:
+            store.replace(change, files[0].id, content.encode())
+        else:
+            store.create(change, path, content.encode(), "text/markdown")
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def content(vault: LocalVault, path: str) -> str:
+    files = vault.store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
+    return vault.store.content(vault.project_id, files[0].id)[1].decode()
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def test_sixteen_agents_appending_at_once_all_keep_their_line(vault: LocalVault, agents: list[Agent]) -> None:
+    put(vault, "log.md", "# Team log\n\n## Log\n\n## Done\n")
+    calls = [
+        ("edit_note", {"path": "log.md", "edits": [{"oldText": "## Log\n", "newText": f"## Log\n- entry {n}\n"}]})
+        for n in range(AGENTS)
+    ]
+    results = call_all(agents, calls)
+    failed = [text_of(result) for result in results if result.get("isError")]
+    assert not failed, failed
+    lines = content(vault, "log.md").splitlines()
+    assert sorted(line for line in lines if line.startswith("- entry")) == sorted(f"- entry {n}" for n in range(AGENTS))
+
+
+def test_two_agents_racing_with_one_expected_hash_never_both_win(vault: LocalVault, agents: list[Agent]) -> None:
+    """Forty rounds: each success is in the final note; a conflict's change is not; never two successes."""
+    wins = 0
+    for round_number in range(ROUNDS):
+        base = f"# Round {round_number}\na: open\nb: open\n"
+        expected = put(vault, "race.md", base)
+        calls = [
+            (
+                "edit_note",
+                {
+                    "path": "race.md",
+                    "edits": [{"oldText": f"{side}: open", "newText": f"{side}: done"}],
+                    "expectedHash": expected,
+                },
+            )
+            for side in ("a", "b")
+        ]
+        results = call_all(agents[:2], calls)
+        won = [not result.get("isError") for result in results]
+        final = content(vault, "race.md")
+        assert sum(won) <= 1, (round_number, final, [text_of(r) for r in results])
+        for side, success in zip(("a", "b"), won, strict=True):
+            assert (f"{side}: done" in final) == success, (round_number, side, final, [text_of(r) for r in results])
+        wins += sum(won)
+    assert wins >= ROUNDS // 2  # a round where neither wins is honest, but it must be the exception
+
+
+def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyone_through(
+    vault: LocalVault, agents: list[Agent]
+) -> None:
+    """Eight agents each read, edit with expectedHash, and on a conflict read again: all eight land.
+
+    They read at the same moment, so every round is a storm of writes that all passed their
+    check. Each success is in the final note. (A losing attempt's line can stay in the note
+    too when several put-backs cross: lines are only ever added back, never guessed away —
+    the README says so. Against a server with conditional writes there are no such copies.)
+    """
+    put(vault, "recipe.md", "# Log\n")
+    pending = dict(enumerate(agents[:RECIPE_AGENTS]))
+    for _ in range(4 * RECIPE_AGENTS):
+        if not pending:
+            break
+        reads = call_all(list(pending.values()), [("read_note", {"path": "recipe.md"})] * len(pending))
+        calls = [
+            (
+                "edit_note",
+                {
+                    "path": "recipe.md",
+                    "edits": [{"oldText": "# Log\n", "newText": f"# Log\n- entry {number}\n"}],
+                    "expectedHash": read["structuredContent"]["contentHash"],
+                },
+            )
+            for number, read in zip(pending, reads, strict=True)
+        ]
+        results = call_all(list(pending.values()), calls)
+        for number, result in zip(list(pending), results, strict=True):
+            if not result.get("isError"):
+                del pending[number]
+                assert f"- entry {number}" in content(vault, "recipe.md")  # a success is in the note at once
+            else:
+                assert text_of(result).startswith("Conflict"), text_of(result)
+    assert not pending, f"agents {sorted(pending)} never got their edit in"
+    lines = content(vault, "recipe.md").splitlines()
+    assert set(lines[1:]) == {f"- entry {n}" for n in range(RECIPE_AGENTS)}
