@@ -6,8 +6,13 @@
 - ``phrase`` mode: the words in this order, within one line.
 - ``regex`` mode: a Python regular expression, matched line by line (the first
   1,000 characters of each), from a safe subset: no quantifier or alternation inside
-  a quantified group (so nothing exponential), at most two unbounded quantifiers (so
-  nothing worse than quadratic in a line), no backreferences.
+  a quantified group (so nothing exponential), no backreferences, and repeats that
+  cannot combine in more than 10,000,000 ways on a line (two unbounded quantifiers and
+  a few small repeats; ``a{0,100}`` counts as 101 ways). The subset is checked with the
+  standard library's parser; the match runs on the ``regex`` package, which lets other
+  threads run while it matches and stops a match at a time limit. A line whose worst
+  case is more than about a million steps gets 0.2 s of CPU time; a slower one is
+  skipped and counted (see :class:`Matcher`).
 
 The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
 so a search repeated over an unchanged vault does no Unicode work at all.
@@ -15,6 +20,7 @@ so a search repeated over an unchanged vault does no Unicode work at all.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import re._constants as sre  # type: ignore[import-not-found]  # the stdlib regex parser (Python 3.11+),
@@ -27,13 +33,26 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import regex
+
 from teamvault_mcp.markdown import Document, Heading, parse, split_lines
 
 SNIPPET_CHARS = 160
 HITS_PER_NOTE = 3
 MAX_REGEX_CHARS = 500
 REGEX_LINE_CHARS = 1000
-MAX_UNBOUNDED_QUANTIFIERS = 2
+#: How many ways a pattern's repeats may combine on a line: an unbounded one (*, +, {n,}) counts 1,001
+#: (a line has 1,000 characters), a{m,n} counts n-m+1, ``?`` counts 2, alternatives add up.
+MAX_REGEX_WAYS = 10_000_000
+#: A line is matched without a time limit while the pattern's worst case on it stays under this many
+#: steps (a few milliseconds); reading the CPU clock for the limit costs more than such a match.
+UNTIMED_STEPS = 1_000_000
+#: CPU seconds one line may take to match. The regex package measures process CPU time (C ``clock()``), so
+#: under load a limit takes longer in wall time: a short one keeps that overrun small. Slower lines are skipped.
+REGEX_LINE_SECONDS = 0.2
+#: Longest piece of text one string operation of ``fold`` gets: about 5 ms holding the GIL, so that
+#: the event loop (and every other thread) gets a turn in between, even on a 5 MB note.
+FOLD_PIECE_CHARS = 64 * 1024
 #: Text kept in memory for searching (raw + folded characters), least recently used first out.
 INDEX_CHARS = 256 * 1024 * 1024
 
@@ -44,8 +63,19 @@ def _combining() -> dict[int, None]:
     return {cp: None for cp in range(0x30000) if unicodedata.combining(chr(cp))}
 
 
-def fold(text: str) -> str:
-    """The case- and accent-insensitive form of ``text``: NFKD, combining marks dropped, casefolded."""
+def fold(text: str, piece_chars: int = FOLD_PIECE_CHARS) -> str:
+    """The case- and accent-insensitive form of ``text``: NFKD, combining marks dropped, casefolded.
+
+    A long text is folded piece by piece, as each of the three steps holds the GIL throughout.
+    Any cut gives the same result: NFKD only reorders combining marks across it, which are all
+    dropped, and casefolding goes character by character.
+    """
+    if len(text) <= piece_chars:
+        return _fold(text)
+    return "".join(_fold(text[start : start + piece_chars]) for start in range(0, len(text), piece_chars))
+
+
+def _fold(text: str) -> str:
     return unicodedata.normalize("NFKD", text).translate(_combining()).casefold()
 
 
@@ -151,22 +181,29 @@ class UnsafeRegexError(ValueError):
 
 @dataclass(frozen=True)
 class LineMatch:
-    """A matching line (0-based) and its score; a :class:`Hit` is made only for the lines shown."""
+    """A matching line (0-based), its score and where the match starts; a :class:`Hit` is made only for the
+    lines shown."""
 
     index: int
     score: float
+    start: int = -1  # known for a regex match; a word's place is looked up when the hit is made
 
 
 class Matcher:
-    """One query: finds and scores the matching lines of a note, then makes hits of the best ones."""
+    """One query: finds and scores the matching lines of a note, then makes hits of the best ones.
+
+    In regex mode, a line that takes longer than :data:`REGEX_LINE_SECONDS` to match is skipped;
+    ``slow_lines`` counts them by note path. A matcher serves one search, in one thread.
+    """
 
     def __init__(self, query: str, mode: str) -> None:
         self.mode = mode
         self.words: list[str] = []
         self.phrase = ""
-        self.pattern: re.Pattern[str] | None = None
+        self.regex: SafeRegex | None = None
+        self.slow_lines: dict[str, int] = {}
         if mode == "regex":
-            self.pattern = safe_regex(query)
+            self.regex = safe_regex(query)
         elif mode == "phrase":
             self.phrase = " ".join(fold(query).split())
         else:
@@ -174,7 +211,7 @@ class Matcher:
 
     @property
     def empty(self) -> bool:
-        return not (self.words or self.phrase or self.pattern)
+        return not (self.words or self.phrase or self.regex)
 
     @property
     def terms(self) -> list[str]:
@@ -195,8 +232,8 @@ class Matcher:
         Cheap on purpose: it runs on every note. A regex search checks ``deadline``
         (monotonic) between lines and raises :class:`TimeUp`.
         """
-        if self.pattern is not None:
-            return self._regex_lines(entry, deadline)
+        if self.regex is not None:
+            return self._regex_lines(path, entry, deadline)
         if self.phrase:
             if self.phrase not in entry.folded:
                 return []
@@ -221,24 +258,37 @@ class Matcher:
             found.append(LineMatch(first, path_bonus))
         return found
 
-    def _regex_lines(self, entry: Indexed, deadline: float | None) -> list[LineMatch]:
-        assert self.pattern is not None
+    def _regex_lines(self, path: str, entry: Indexed, deadline: float | None) -> list[LineMatch]:
+        assert self.regex is not None
+        compiled, untimed = self.regex.compiled, self.regex.untimed_chars
         found = []
         for index, line in enumerate(entry.lines):
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeUp()
-            if self.pattern.search(line, 0, REGEX_LINE_CHARS):
-                found.append(LineMatch(index, 10.0 + _early(index)))
+            if min(len(line), REGEX_LINE_CHARS) <= untimed:
+                match = compiled.search(line, 0, REGEX_LINE_CHARS)
+            else:
+                seconds = REGEX_LINE_SECONDS
+                if deadline is not None:
+                    seconds = min(seconds, deadline - time.monotonic())
+                if seconds <= 0:
+                    raise TimeUp()
+                try:
+                    match = compiled.search(line, 0, REGEX_LINE_CHARS, timeout=seconds)
+                except TimeoutError:
+                    if seconds < REGEX_LINE_SECONDS:
+                        raise TimeUp() from None  # the search's own time ran out, not the line's
+                    self.slow_lines[path] = self.slow_lines.get(path, 0) + 1
+                    continue
+            if match is not None:
+                found.append(LineMatch(index, 10.0 + _early(index), match.start()))
         return found
 
     def hit(self, path: str, entry: Indexed, match: LineMatch) -> Hit:
         """The hit to show for a matching line: snippet around the match, breadcrumb, tocPath."""
         line = entry.lines[match.index]
-        start = 0
-        if self.pattern is not None:
-            found = self.pattern.search(line, 0, REGEX_LINE_CHARS)
-            start = found.start() if found else 0
-        else:
+        start = max(match.start, 0)
+        if self.regex is None:
             folded = entry.folded_lines[match.index]
             first = min(
                 (at for at in (folded.find(word) for word in self.words or [self.phrase]) if at >= 0), default=0
@@ -340,53 +390,159 @@ def _sections_at(headings: list[Heading], line: int) -> list[Heading]:
         level = inside.children
 
 
-def safe_regex(pattern: str) -> re.Pattern[str]:
+@dataclass(frozen=True)
+class SafeRegex:
+    """A pattern from the safe subset, compiled for the ``regex`` package.
+
+    ``untimed_chars``: lines up to this long are matched without a time limit, as the
+    pattern's worst case on them is under :data:`UNTIMED_STEPS`; longer ones get one.
+    """
+
+    compiled: regex.Pattern[str]
+    untimed_chars: int
+
+
+def safe_regex(pattern: str) -> SafeRegex:
     """Compile ``pattern`` if it is in the safe subset; :class:`UnsafeRegexError` otherwise."""
     if len(pattern) > MAX_REGEX_CHARS:
         raise UnsafeRegexError(f"the pattern is {len(pattern)} characters long; at most {MAX_REGEX_CHARS} are allowed")
+    _check_read_alike(pattern)
     try:
         tree = sre_parse.parse(pattern)
     except re.error as error:
         raise UnsafeRegexError(f"not a valid regular expression: {error}") from None
-    unbounded = _check_safe(tree, inside_repeat=False)
-    if unbounded > MAX_UNBOUNDED_QUANTIFIERS:
+    _check_safe(tree, inside_repeat=False)
+    ways = _ways(tree, REGEX_LINE_CHARS)
+    if ways > MAX_REGEX_WAYS:
         raise UnsafeRegexError(
-            f"it has {unbounded} unbounded quantifiers (*, +, {{n,}}); at most {MAX_UNBOUNDED_QUANTIFIERS} are "
-            "allowed, as more can take very long on a long line. Use mode=text, or a narrower pattern"
+            f"its repeats can combine in about {ways:,} ways on a line: each unbounded quantifier (*, +, {{n,}}) "
+            f"counts about {REGEX_LINE_CHARS:,}, a{{m,n}} counts n-m+1 and ? counts 2, multiplied together; at most "
+            f"{MAX_REGEX_WAYS:,} are allowed (two unbounded quantifiers and a few small repeats), as more can take "
+            "very long on a long line. Use fewer or narrower repeats, a possessive quantifier (a*+, which never "
+            "backtracks), or mode=text"
         )
-    return re.compile(pattern)
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as error:  # the stdlib accepted it; the regex package reads a few spellings differently
+        raise UnsafeRegexError(f"not a valid regular expression: {error}") from None
+    return SafeRegex(compiled, _untimed_chars(tree))
 
 
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+_REPEAT_BRACES = re.compile(r"\{\d*(?:,\d*)?\}")
 
 
-def _check_safe(items: Any, *, inside_repeat: bool) -> int:
-    """Refuse what can explode; return how many unbounded quantifiers the pattern has."""
-    unbounded = 0
+def _check_read_alike(pattern: str) -> None:
+    """Refuse the spellings that the stdlib reads one way and the ``regex`` package another.
+
+    A ``{`` that is not a repeat is a literal for the stdlib and can start fuzzy matching for
+    ``regex`` (``x{e<=1}``); inside a set, ``[:alpha:]`` is a POSIX class for ``regex`` only, and
+    ``[``, ``--``, ``&&``, ``~~``, ``||`` are the set syntax the stdlib warns may change meaning.
+    """
+    in_set = False
+    set_start = 0
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            if pattern.startswith("N{", index + 1):  # \N{EM DASH}: a named character
+                index = pattern.find("}", index) + 1 or len(pattern)
+            else:
+                index += 2
+            continue
+        if in_set:
+            pair = pattern[index : index + 2]
+            if char == "]" and index > set_start:
+                in_set = False
+            elif char == "[":
+                raise UnsafeRegexError(r"write a [ inside a character set as \[ (a set cannot hold another)")
+            elif pair in ("--", "&&", "~~", "||"):
+                raise UnsafeRegexError(f"write {pair} inside a character set escaped, as \\{pair[0]}\\{pair[1]}")
+        elif char == "[":
+            in_set = True
+            set_start = index + 1 + (pattern[index + 1 : index + 2] == "^")  # a ] right there is a literal
+        elif char == "{" and not _REPEAT_BRACES.match(pattern, index):
+            raise UnsafeRegexError(r"write a { that does not start a repeat like {2,5} as \{")
+        index += 1
+
+
+def _check_safe(items: Any, *, inside_repeat: bool) -> None:
+    """Refuse what can explode whatever the line: nested repeats, repeated alternatives, backreferences."""
     for op, argument in items:
         if op in _REPEATS:
-            _, high, body = argument
             if inside_repeat:
                 raise UnsafeRegexError(
                     "a quantifier inside a quantified group (like (a+)+ or (ab?)*) can take exponential time"
                 )
-            unbounded += high is sre.MAXREPEAT or high > 100
-            unbounded += _check_safe(body, inside_repeat=True)
+            _check_safe(argument[2], inside_repeat=True)
         elif op is sre.BRANCH:
             if inside_repeat:
                 raise UnsafeRegexError(
                     "an alternation inside a quantified group (like (a|ab)*) can take exponential time"
                 )
-            unbounded += sum(_check_safe(alternative, inside_repeat=False) for alternative in argument[1])
+            for alternative in argument[1]:
+                _check_safe(alternative, inside_repeat=False)
         elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
             raise UnsafeRegexError("backreferences are not allowed")
         elif op is sre.SUBPATTERN:
-            unbounded += _check_safe(argument[-1], inside_repeat=inside_repeat)
+            _check_safe(argument[-1], inside_repeat=inside_repeat)
         elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            unbounded += _check_safe(argument[1], inside_repeat=inside_repeat)
+            _check_safe(argument[1], inside_repeat=inside_repeat)
         elif op is getattr(sre, "ATOMIC_GROUP", None):
-            unbounded += _check_safe(argument, inside_repeat=inside_repeat)
-    return unbounded
+            _check_safe(argument, inside_repeat=inside_repeat)
+
+
+def _ways(items: Any, line_chars: int) -> int:
+    """How many ways the repeats of ``items`` can combine on a line of ``line_chars`` characters.
+
+    A backtracking engine may try each of them at each position, so this bounds its work. A
+    possessive repeat never gives back what it took: one way.
+    """
+    ways = 1
+    for op, argument in items:
+        if op in _REPEATS:
+            low, high, body = argument
+            if op is not getattr(sre, "POSSESSIVE_REPEAT", None):
+                ways *= min(high, line_chars) - min(low, line_chars) + 1
+            ways *= _ways(body, line_chars)
+        elif op is sre.BRANCH:
+            ways *= sum(_ways(alternative, line_chars) for alternative in argument[1])
+        elif op is sre.SUBPATTERN:
+            ways *= _ways(argument[-1], line_chars)
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            ways *= _ways(argument[1], line_chars)
+        elif op is getattr(sre, "ATOMIC_GROUP", None):
+            ways *= _ways(argument, line_chars)
+    return ways
+
+
+def _size(items: Any) -> int:
+    """How many parts the pattern has: the work of trying one way at one position."""
+    size = 0
+    for op, argument in items:
+        size += 1
+        if op in _REPEATS:
+            size += _size(argument[2])
+        elif op is sre.BRANCH:
+            size += sum(_size(alternative) for alternative in argument[1])
+        elif op is sre.SUBPATTERN:
+            size += _size(argument[-1])
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            size += _size(argument[1])
+        elif op is getattr(sre, "ATOMIC_GROUP", None):
+            size += _size(argument)
+    return max(size, 1)
+
+
+def _untimed_chars(tree: Any) -> int:
+    """The longest line whose worst case — positions x ways x parts — stays under :data:`UNTIMED_STEPS`."""
+    size = _size(tree)
+
+    def quick(chars: int) -> bool:
+        return chars * _ways(tree, chars) * size <= UNTIMED_STEPS
+
+    lengths = range(REGEX_LINE_CHARS + 1)
+    return bisect.bisect_left(lengths, True, key=lambda chars: not quick(chars)) - 1
 
 
 # -- finding notes by path -----------------------------------------------------------------------------------
