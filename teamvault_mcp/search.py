@@ -4,15 +4,11 @@
   are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). Lines holding more of
   the words, whole words, headings and notes whose path names the words rank higher.
 - ``phrase`` mode: the words in this order, within one line.
-- ``regex`` mode: a Python regular expression, matched line by line (the first
-  1,000 characters of each), from a safe subset: no quantifier or alternation inside
-  a quantified group (so nothing exponential), no backreferences, and repeats that
-  cannot combine in more than 10,000,000 ways on a line (two unbounded quantifiers and
-  a few small repeats; ``a{0,100}`` counts as 101 ways). The subset is checked with the
-  standard library's parser; the match runs on the ``regex`` package, which lets other
-  threads run while it matches and stops a match at a time limit. A line whose worst
-  case is more than about a million steps gets 0.2 s of CPU time; a slower one is
-  skipped and counted (see :class:`Matcher`).
+- ``regex`` mode: a regular expression from the safe subset (``regex_subset.py``),
+  matched line by line (the first 1,000 characters of each) on the ``regex`` package,
+  which lets other threads run while it matches. A line whose worst case is more than
+  about a million steps gets 0.2 s of CPU time; a slower one is skipped and counted
+  (see :class:`Matcher`).
 
 The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
 so a search repeated over an unchanged vault does no Unicode work at all.
@@ -20,33 +16,20 @@ so a search repeated over an unchanged vault does no Unicode work at all.
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
-import re._constants as sre  # type: ignore[import-not-found]  # the stdlib regex parser (Python 3.11+),
-import re._parser as sre_parse  # type: ignore[import-not-found]  # to vet a pattern before it runs
 import threading
 import time
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
-
-import regex
 
 from teamvault_mcp.markdown import Document, Heading, parse, split_lines
+from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
 
 SNIPPET_CHARS = 160
 HITS_PER_NOTE = 3
-MAX_REGEX_CHARS = 500
-REGEX_LINE_CHARS = 1000
-#: How many ways a pattern's repeats may combine on a line: an unbounded one (*, +, {n,}) counts 1,001
-#: (a line has 1,000 characters), a{m,n} counts n-m+1, ``?`` counts 2, alternatives add up.
-MAX_REGEX_WAYS = 10_000_000
-#: A line is matched without a time limit while the pattern's worst case on it stays under this many
-#: steps (a few milliseconds); reading the CPU clock for the limit costs more than such a match.
-UNTIMED_STEPS = 1_000_000
 #: CPU seconds one line may take to match. The regex package measures process CPU time (C ``clock()``), so
 #: under load a limit takes longer in wall time: a short one keeps that overrun small. Slower lines are skipped.
 REGEX_LINE_SECONDS = 0.2
@@ -173,10 +156,6 @@ class Hit:
 
 class TimeUp(Exception):
     """A search passed its deadline in the middle of a note."""
-
-
-class UnsafeRegexError(ValueError):
-    """A pattern outside the safe subset, or not a valid pattern at all; the message says which."""
 
 
 @dataclass(frozen=True)
@@ -388,161 +367,6 @@ def _sections_at(headings: list[Heading], line: int) -> list[Heading]:
             return chain
         chain.append(inside)
         level = inside.children
-
-
-@dataclass(frozen=True)
-class SafeRegex:
-    """A pattern from the safe subset, compiled for the ``regex`` package.
-
-    ``untimed_chars``: lines up to this long are matched without a time limit, as the
-    pattern's worst case on them is under :data:`UNTIMED_STEPS`; longer ones get one.
-    """
-
-    compiled: regex.Pattern[str]
-    untimed_chars: int
-
-
-def safe_regex(pattern: str) -> SafeRegex:
-    """Compile ``pattern`` if it is in the safe subset; :class:`UnsafeRegexError` otherwise."""
-    if len(pattern) > MAX_REGEX_CHARS:
-        raise UnsafeRegexError(f"the pattern is {len(pattern)} characters long; at most {MAX_REGEX_CHARS} are allowed")
-    _check_read_alike(pattern)
-    try:
-        tree = sre_parse.parse(pattern)
-    except re.error as error:
-        raise UnsafeRegexError(f"not a valid regular expression: {error}") from None
-    _check_safe(tree, inside_repeat=False)
-    ways = _ways(tree, REGEX_LINE_CHARS)
-    if ways > MAX_REGEX_WAYS:
-        raise UnsafeRegexError(
-            f"its repeats can combine in about {ways:,} ways on a line: each unbounded quantifier (*, +, {{n,}}) "
-            f"counts about {REGEX_LINE_CHARS:,}, a{{m,n}} counts n-m+1 and ? counts 2, multiplied together; at most "
-            f"{MAX_REGEX_WAYS:,} are allowed (two unbounded quantifiers and a few small repeats), as more can take "
-            "very long on a long line. Use fewer or narrower repeats, a possessive quantifier (a*+, which never "
-            "backtracks), or mode=text"
-        )
-    try:
-        compiled = regex.compile(pattern)
-    except regex.error as error:  # the stdlib accepted it; the regex package reads a few spellings differently
-        raise UnsafeRegexError(f"not a valid regular expression: {error}") from None
-    return SafeRegex(compiled, _untimed_chars(tree))
-
-
-_REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
-_REPEAT_BRACES = re.compile(r"\{\d*(?:,\d*)?\}")
-
-
-def _check_read_alike(pattern: str) -> None:
-    """Refuse the spellings that the stdlib reads one way and the ``regex`` package another.
-
-    A ``{`` that is not a repeat is a literal for the stdlib and can start fuzzy matching for
-    ``regex`` (``x{e<=1}``); inside a set, ``[:alpha:]`` is a POSIX class for ``regex`` only, and
-    ``[``, ``--``, ``&&``, ``~~``, ``||`` are the set syntax the stdlib warns may change meaning.
-    """
-    in_set = False
-    set_start = 0
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            if pattern.startswith("N{", index + 1):  # \N{EM DASH}: a named character
-                index = pattern.find("}", index) + 1 or len(pattern)
-            else:
-                index += 2
-            continue
-        if in_set:
-            pair = pattern[index : index + 2]
-            if char == "]" and index > set_start:
-                in_set = False
-            elif char == "[":
-                raise UnsafeRegexError(r"write a [ inside a character set as \[ (a set cannot hold another)")
-            elif pair in ("--", "&&", "~~", "||"):
-                raise UnsafeRegexError(f"write {pair} inside a character set escaped, as \\{pair[0]}\\{pair[1]}")
-        elif char == "[":
-            in_set = True
-            set_start = index + 1 + (pattern[index + 1 : index + 2] == "^")  # a ] right there is a literal
-        elif char == "{" and not _REPEAT_BRACES.match(pattern, index):
-            raise UnsafeRegexError(r"write a { that does not start a repeat like {2,5} as \{")
-        index += 1
-
-
-def _check_safe(items: Any, *, inside_repeat: bool) -> None:
-    """Refuse what can explode whatever the line: nested repeats, repeated alternatives, backreferences."""
-    for op, argument in items:
-        if op in _REPEATS:
-            if inside_repeat:
-                raise UnsafeRegexError(
-                    "a quantifier inside a quantified group (like (a+)+ or (ab?)*) can take exponential time"
-                )
-            _check_safe(argument[2], inside_repeat=True)
-        elif op is sre.BRANCH:
-            if inside_repeat:
-                raise UnsafeRegexError(
-                    "an alternation inside a quantified group (like (a|ab)*) can take exponential time"
-                )
-            for alternative in argument[1]:
-                _check_safe(alternative, inside_repeat=False)
-        elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
-            raise UnsafeRegexError("backreferences are not allowed")
-        elif op is sre.SUBPATTERN:
-            _check_safe(argument[-1], inside_repeat=inside_repeat)
-        elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            _check_safe(argument[1], inside_repeat=inside_repeat)
-        elif op is getattr(sre, "ATOMIC_GROUP", None):
-            _check_safe(argument, inside_repeat=inside_repeat)
-
-
-def _ways(items: Any, line_chars: int) -> int:
-    """How many ways the repeats of ``items`` can combine on a line of ``line_chars`` characters.
-
-    A backtracking engine may try each of them at each position, so this bounds its work. A
-    possessive repeat never gives back what it took: one way.
-    """
-    ways = 1
-    for op, argument in items:
-        if op in _REPEATS:
-            low, high, body = argument
-            if op is not getattr(sre, "POSSESSIVE_REPEAT", None):
-                ways *= min(high, line_chars) - min(low, line_chars) + 1
-            ways *= _ways(body, line_chars)
-        elif op is sre.BRANCH:
-            ways *= sum(_ways(alternative, line_chars) for alternative in argument[1])
-        elif op is sre.SUBPATTERN:
-            ways *= _ways(argument[-1], line_chars)
-        elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            ways *= _ways(argument[1], line_chars)
-        elif op is getattr(sre, "ATOMIC_GROUP", None):
-            ways *= _ways(argument, line_chars)
-    return ways
-
-
-def _size(items: Any) -> int:
-    """How many parts the pattern has: the work of trying one way at one position."""
-    size = 0
-    for op, argument in items:
-        size += 1
-        if op in _REPEATS:
-            size += _size(argument[2])
-        elif op is sre.BRANCH:
-            size += sum(_size(alternative) for alternative in argument[1])
-        elif op is sre.SUBPATTERN:
-            size += _size(argument[-1])
-        elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            size += _size(argument[1])
-        elif op is getattr(sre, "ATOMIC_GROUP", None):
-            size += _size(argument)
-    return max(size, 1)
-
-
-def _untimed_chars(tree: Any) -> int:
-    """The longest line whose worst case — positions x ways x parts — stays under :data:`UNTIMED_STEPS`."""
-    size = _size(tree)
-
-    def quick(chars: int) -> bool:
-        return chars * _ways(tree, chars) * size <= UNTIMED_STEPS
-
-    lengths = range(REGEX_LINE_CHARS + 1)
-    return bisect.bisect_left(lengths, True, key=lambda chars: not quick(chars)) - 1
 
 
 # -- finding notes by path -----------------------------------------------------------------------------------

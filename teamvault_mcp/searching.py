@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
 from teamvault_mcp.reading import folder_prefix
+from teamvault_mcp.regex_subset import UnsafeRegexError
 from teamvault_mcp.search import (
     BM25,
     REGEX_LINE_SECONDS,
@@ -32,7 +33,6 @@ from teamvault_mcp.search import (
     Matcher,
     SearchIndex,
     TimeUp,
-    UnsafeRegexError,
     find_paths,
     rank,
 )

@@ -1,4 +1,4 @@
-"""The search engine (search.py): folding, matching, ranking, snippets, breadcrumbs, safe regexes, paths."""
+"""The search engine (search.py, regex_subset.py): folding, matching, ranking, snippets, safe regexes, paths."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ import time
 
 import pytest
 
+from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
 from teamvault_mcp.search import (
     BM25,
-    REGEX_LINE_CHARS,
     SNIPPET_CHARS,
     Candidate,
     Hit,
     Matcher,
     SearchIndex,
     TimeUp,
-    UnsafeRegexError,
     find_paths,
     fold,
     rank,
-    safe_regex,
     snippet,
     words_of,
 )
