@@ -33,8 +33,9 @@ REGEX_LINE_CHARS = 1000
 #: (a line has 1,000 characters), a{m,n} counts n-m+1, ``?`` counts 2, alternatives add up.
 MAX_REGEX_WAYS = 10_000_000
 #: A line is matched without a time limit while the pattern's worst case on it stays under this many
-#: steps (a few milliseconds); reading the CPU clock for the limit costs more than such a match.
-UNTIMED_STEPS = 1_000_000
+#: steps (about 80 ms, the most such a line can overrun the search's limit by; most lines take
+#: microseconds): reading the CPU clock for a limit costs more than a typical match.
+UNTIMED_STEPS = 10_000_000
 
 
 class UnsafeRegexError(ValueError):
@@ -186,11 +187,15 @@ def _size(items: Any) -> int:
 
 
 def _untimed_chars(tree: Any) -> int:
-    """The longest line whose worst case — positions x ways x parts — stays under :data:`UNTIMED_STEPS`."""
+    """The longest line whose worst case — start positions x ways x parts — stays under :data:`UNTIMED_STEPS`.
+
+    A pattern that starts with ``^`` or ``\\A`` is tried at the line's start only (a line holds no ``\\n``).
+    """
     size = _size(tree)
+    anchored = bool(tree.data) and tree[0] in ((sre.AT, sre.AT_BEGINNING), (sre.AT, sre.AT_BEGINNING_STRING))
 
     def quick(chars: int) -> bool:
-        return chars * _ways(tree, chars) * size <= UNTIMED_STEPS
+        return (1 if anchored else chars) * _ways(tree, chars) * size <= UNTIMED_STEPS
 
     lengths = range(REGEX_LINE_CHARS + 1)
     return bisect.bisect_left(lengths, True, key=lambda chars: not quick(chars)) - 1

@@ -160,8 +160,8 @@ class TimeUp(Exception):
 
 @dataclass(frozen=True)
 class LineMatch:
-    """A matching line (0-based), its score and where the match starts; a :class:`Hit` is made only for the
-    lines shown."""
+    """A matching line (0-based), its score and, for a regex, where the match starts. Hits are made of the
+    lines shown only."""
 
     index: int
     score: float
