@@ -74,7 +74,7 @@ def safe_regex(pattern: str) -> SafeRegex:
             "backtracks), or mode=text"
         )
     try:
-        compiled = regex.compile(pattern)
+        compiled = regex.compile(pattern, regex.VERSION0)  # the re-compatible mode, whatever the default
     except regex.error as error:  # the stdlib accepted it; the regex package reads a few spellings differently
         raise UnsafeRegexError(f"not a valid regular expression: {error}") from None
     return SafeRegex(compiled, _untimed_chars(tree))
