@@ -9,6 +9,8 @@
 3. On a realistic 200 KB note, the text an agent reads to get one section by
    outline + section against a whole-note read. Tokens are estimated as characters / 4
    (no tokenizer is a dependency); the ratio is what matters.
+4. A hostile note: 0.6 MB of one-line headings (``# a`` 150,000 times; before the cap it gave a
+   40 MB answer in 23 s). The answer's size and the whole call's time (median of 5).
 
     .venv/bin/python bench/outline_bench.py
 """
@@ -150,6 +152,13 @@ def main() -> None:
         target = json.loads(level2)["headings"][1]
         part = host.call_tool("read_note", {"path": "handbook.md", "section": target["path"]})
         section_text = part["result"]["content"][0]["text"]
+
+        host.call_tool("write_note", {"path": "flat.md", "content": "# a\n" * 150_000})
+        times, answer = [], ""
+        for _ in range(5):
+            started = time.perf_counter()
+            answer = host.call_tool("note_outline", {"path": "flat.md"})["result"]["content"][0]["text"]
+            times.append(time.perf_counter() - started)
         host.close()
 
     frugal = len(top) + len(level2) + len(section_text)
@@ -160,6 +169,12 @@ def main() -> None:
         f"(top level {len(top):,} + one chapter {len(level2):,} + the section {len(section_text):,})"
     )
     print(f"  saving: {1 - frugal / len(whole):.1%} of the tokens, {len(whole) / frugal:.0f}× fewer")
+    flat = json.loads(answer)
+    print(
+        f"hostile note: 0.60 MB, 150,000 one-line headings: note_outline answers {len(answer):,} chars "
+        f"({len(flat['headings'])} of {flat['totalHeadings']:,} headings, next offset {flat['next']['offset']}) "
+        f"in {statistics.median(times) * 1000:.0f} ms (median of 5, whole call over stdio)"
+    )
 
 
 if __name__ == "__main__":

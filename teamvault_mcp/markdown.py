@@ -9,6 +9,10 @@ has them. Not headings: lines in the YAML front matter, in fenced code blocks
 A heading's *section* runs from its first line to the line before the next heading
 of the same or a higher level. Among siblings, repeated titles get a stable name to
 pass back: the first ``Notes`` is ``Notes``, the second ``Notes [2]``, and so on.
+
+A note of more than :data:`MAX_HEADINGS` headings is outlined up to the last line before
+the first heading past that number (``Document.outlined_lines``): beyond it, its lines
+are plain text to the outline. That bounds the time and memory a hostile note can cost.
 """
 
 from __future__ import annotations
@@ -25,8 +29,15 @@ _FENCE = re.compile(r"(`{3,}|~{3,})(.*)$")
 _LIST_OR_QUOTE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|>")
 _THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 
+#: Headings outlined per note: ten times what a 2 MB book has (2,000), and few enough that a parse
+#: stays near 0.1 s and 10 MB whatever the note holds (searches keep the outlines of the notes they hit).
+MAX_HEADINGS = 20_000
+#: Longest piece of text ``split_lines`` gives the line pattern at once: a few milliseconds holding
+#: the GIL, so that other threads (the event loop) get turns while a 5 MB note is split.
+SPLIT_PIECE_CHARS = 256 * 1024
 
-@dataclass
+
+@dataclass(slots=True)
 class Heading:
     """One heading and its section. Lines are 1-based and inclusive."""
 
@@ -59,6 +70,8 @@ class Document:
     headings: list[Heading]  # the top level
     #: Lines before the first heading (front matter included); 0 when the note starts with a heading.
     preamble_end: int
+    #: The last line the outline covers: all of them, unless the note has more than MAX_HEADINGS headings.
+    outlined_lines: int = 0
 
     @property
     def line_count(self) -> int:
@@ -79,13 +92,28 @@ class SectionNotFound(LookupError):
         self.available = available
 
 
-def split_lines(text: str) -> list[str]:
-    return _LINE.findall(text)
+def split_lines(text: str, piece_chars: int = SPLIT_PIECE_CHARS) -> list[str]:
+    """The lines of ``text``, each with its ending. A long text is split piece by piece, each
+    piece ending right after a line break (so a ``\r\n`` is never cut in two)."""
+    if len(text) <= piece_chars:
+        return _LINE.findall(text)
+    lines: list[str] = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + piece_chars) + 1
+        if end == 0:  # no \n after this point: a lone \r ends lines there, if anything does
+            end = text.find("\r", start + piece_chars) + 1 or len(text)
+        lines += _LINE.findall(text, start, end)
+        start = end
+    return lines
 
 
-def parse(text: str) -> Document:
+def parse(text: str, max_headings: int = MAX_HEADINGS) -> Document:
     lines = split_lines(text)
-    flat = _headings([line.rstrip("\r\n") for line in lines])
+    flat = _headings([line.rstrip("\r\n") for line in lines], max_headings + 1)
+    outlined = len(lines)
+    if len(flat) > max_headings:  # the outline stops before the first heading it does not take
+        outlined = flat.pop().start_line - 1
     ends = list(accumulate(len(line) for line in lines))  # ends[i]: characters up to the end of line i+1
 
     def close(heading: Heading, last_line: int) -> None:
@@ -100,9 +128,9 @@ def parse(text: str) -> Document:
         (open_headings[-1].children if open_headings else top).append(heading)
         open_headings.append(heading)
     for heading in open_headings:
-        close(heading, len(lines))
+        close(heading, outlined)
     _name(top, ())
-    return Document(lines, top, flat[0].start_line - 1 if flat else len(lines))
+    return Document(lines, top, flat[0].start_line - 1 if flat else len(lines), outlined)
 
 
 def find_section(document: Document, toc_path: list[str]) -> Heading:
@@ -145,8 +173,8 @@ def _name(siblings: list[Heading], parent: tuple[str, ...]) -> None:
         _name(heading.children, heading.path)
 
 
-def _headings(bare: list[str]) -> list[Heading]:
-    """The headings in document order, with their level, title and first line (1-based)."""
+def _headings(bare: list[str], at_most: int) -> list[Heading]:
+    """The first ``at_most`` headings in document order, with their level, title and first line (1-based)."""
     found: list[Heading] = []
     start = _after_front_matter(bare)
     fence: tuple[str, int] | None = None
@@ -173,11 +201,15 @@ def _headings(bare: list[str]) -> list[Heading]:
         if first == "#" and (atx := _ATX.match(content)):
             title = _ATX_CLOSING.sub("", atx.group(2) or "").strip()
             found.append(Heading(title, len(atx.group(1)), index + 1))
+            if len(found) == at_most:
+                break
             paragraph, in_block = None, False
             continue
         if first in "=-" and paragraph is not None and _SETEXT.match(content):
             title = " ".join(bare[i].strip() for i in range(paragraph, index))
             found.append(Heading(title, 1 if first == "=" else 2, paragraph + 1))
+            if len(found) == at_most:
+                break
             paragraph = None
             continue
         if _THEMATIC_BREAK.match(content):

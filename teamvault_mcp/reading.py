@@ -20,12 +20,19 @@ from typing import Any
 
 from teamvault_mcp.calls import ToolContext, ToolOutput, json_output
 from teamvault_mcp.errors import CallCancelledError, SectionNotFoundError, TeamVaultError, ToolInputError
-from teamvault_mcp.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
+from teamvault_mcp.markdown import MAX_HEADINGS, Document, Heading, SectionNotFound, find_section, parse, split_lines
 from teamvault_mcp.paths import stored_path_of
 
 #: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
 DEFAULT_EXCERPT_CHARS = 100_000
 DEFAULT_LIST_LIMIT = 500
+#: Headings per note_outline answer. An outline is for choosing what to read: 200 entries are about
+#: 30,000 characters (~8,000 tokens), more than any hand-written level has; a longer level is paged.
+OUTLINE_HEADINGS = 200
+#: ... and at most this many characters of them (long titles); at least one heading is always shown.
+OUTLINE_CHARS = 60_000
+#: Names listed in a "section not found" error (a level can have thousands).
+LISTED_NAMES = 50
 #: Notes of a batch read fetched at the same time.
 PARALLEL_READS = 8
 
@@ -122,8 +129,16 @@ def _section(path: str, document: Document, toc_path: list[str]) -> Heading:
     try:
         return find_section(document, toc_path)
     except SectionNotFound as missing:
-        top_level = [heading.name for heading in document.headings]
-        raise SectionNotFoundError(path, missing.found, missing.missing, missing.available, top_level) from None
+        top_level = _listed([heading.name for heading in document.headings])
+        available = _listed(missing.available)
+        raise SectionNotFoundError(path, missing.found, missing.missing, available, top_level) from None
+
+
+def _listed(names: list[str]) -> list[str]:
+    """At most LISTED_NAMES names, the last one saying how many more there are."""
+    if len(names) <= LISTED_NAMES:
+        return names
+    return [*names[: LISTED_NAMES - 1], f"… {len(names) - LISTED_NAMES + 1:,} more"]
 
 
 def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, section: tuple[str, ...]) -> Excerpt:
@@ -152,24 +167,67 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if args.get("tocPath"):
         parent = _section(path, document, args["tocPath"])
         toc_path, headings = parent.path, parent.children
+    offset: int = args.get("offset", 0)
+    if offset and offset >= len(headings):
+        raise ToolInputError(
+            f"offset {offset:,} is past the end: this level of {path} has {len(headings):,} heading"
+            f"{'s' if len(headings) != 1 else ''}. Call note_outline without offset to start over."
+        )
+    shown = _page(headings, offset)
     result: dict[str, Any] = {
         "path": path,
         "contentHash": note.content_hash,
         "tocPath": list(toc_path),
         "totalLines": document.line_count,
         "totalChars": len(text),
-        "headings": [heading.as_json() for heading in headings],
+        "headings": shown,
+        "totalHeadings": len(headings),
     }
+    if offset:
+        result["offset"] = offset
     if not toc_path and document.preamble_end:
         preamble = document.text(1, document.preamble_end)
         result["preamble"] = {"startLine": 1, "endLine": document.preamble_end, "chars": len(preamble)}
+    notes = []
     if not headings:
-        result["note"] = (
+        notes.append(
             "This section has no subheadings; read it with read_note(section=tocPath)."
             if toc_path
             else "This note has no headings; read it by lines with read_note(startLine=…, endLine=…)."
         )
+    rest = len(headings) - offset - len(shown)
+    if rest:
+        result["next"] = {"offset": offset + len(shown)}
+        again = f"path={json.dumps(path, ensure_ascii=False)}"
+        if toc_path:
+            again += f", tocPath={json.dumps(list(toc_path), ensure_ascii=False)}"
+        notes.append(
+            f"[Cut: headings {offset + 1:,}–{offset + len(shown):,} of the {len(headings):,} at this level are "
+            f"shown. Read on with: note_outline({again}, offset={offset + len(shown)})]"
+        )
+    if document.outlined_lines < document.line_count:
+        result["outlinedLines"] = document.outlined_lines
+        notes.append(
+            f"[This note has more than {MAX_HEADINGS:,} headings: the outline covers lines 1–"
+            f"{document.outlined_lines:,} of {document.line_count:,}. Read the rest with "
+            f"read_note(path={json.dumps(path, ensure_ascii=False)}, startLine={document.outlined_lines + 1})]"
+        )
+    if notes:
+        result["note"] = " ".join(notes)
     return json_output(result, compact=True)
+
+
+def _page(headings: list[Heading], offset: int) -> list[dict[str, object]]:
+    """The headings from ``offset`` on, at most OUTLINE_HEADINGS and OUTLINE_CHARS of JSON (at least one)."""
+    shown: list[dict[str, object]] = []
+    used = 0
+    for heading in headings[offset : offset + OUTLINE_HEADINGS]:
+        entry = heading.as_json()
+        used += len(json.dumps(entry, ensure_ascii=False)) + 1
+        if shown and used > OUTLINE_CHARS:
+            break
+        shown.append(entry)
+    return shown
 
 
 # -- read_notes -----------------------------------------------------------------------------------

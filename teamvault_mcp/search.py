@@ -4,10 +4,11 @@
   are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). Lines holding more of
   the words, whole words, headings and notes whose path names the words rank higher.
 - ``phrase`` mode: the words in this order, within one line.
-- ``regex`` mode: a Python regular expression, matched line by line (the first
-  1,000 characters of each), from a safe subset: no quantifier or alternation inside
-  a quantified group (so nothing exponential), at most two unbounded quantifiers (so
-  nothing worse than quadratic in a line), no backreferences.
+- ``regex`` mode: a regular expression from the safe subset (``regex_subset.py``),
+  matched line by line (the first 1,000 characters of each) on the ``regex`` package,
+  which lets other threads run while it matches. A line whose worst case is more than
+  about a million steps gets 0.2 s of CPU time; a slower one is skipped and counted
+  (see :class:`Matcher`).
 
 The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
 so a search repeated over an unchanged vault does no Unicode work at all.
@@ -17,23 +18,24 @@ from __future__ import annotations
 
 import math
 import re
-import re._constants as sre  # type: ignore[import-not-found]  # the stdlib regex parser (Python 3.11+),
-import re._parser as sre_parse  # type: ignore[import-not-found]  # to vet a pattern before it runs
 import threading
 import time
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
 
 from teamvault_mcp.markdown import Document, Heading, parse, split_lines
+from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
 
 SNIPPET_CHARS = 160
 HITS_PER_NOTE = 3
-MAX_REGEX_CHARS = 500
-REGEX_LINE_CHARS = 1000
-MAX_UNBOUNDED_QUANTIFIERS = 2
+#: CPU seconds one line may take to match. The regex package measures process CPU time (C ``clock()``), so
+#: under load a limit takes longer in wall time: a short one keeps that overrun small. Slower lines are skipped.
+REGEX_LINE_SECONDS = 0.2
+#: Longest piece of text one string operation of ``fold`` gets: about 5 ms holding the GIL, so that
+#: the event loop (and every other thread) gets a turn in between, even on a 5 MB note.
+FOLD_PIECE_CHARS = 64 * 1024
 #: Text kept in memory for searching (raw + folded characters), least recently used first out.
 INDEX_CHARS = 256 * 1024 * 1024
 
@@ -44,8 +46,19 @@ def _combining() -> dict[int, None]:
     return {cp: None for cp in range(0x30000) if unicodedata.combining(chr(cp))}
 
 
-def fold(text: str) -> str:
-    """The case- and accent-insensitive form of ``text``: NFKD, combining marks dropped, casefolded."""
+def fold(text: str, piece_chars: int = FOLD_PIECE_CHARS) -> str:
+    """The case- and accent-insensitive form of ``text``: NFKD, combining marks dropped, casefolded.
+
+    A long text is folded piece by piece, as each of the three steps holds the GIL throughout.
+    Any cut gives the same result: NFKD only reorders combining marks across it, which are all
+    dropped, and casefolding goes character by character.
+    """
+    if len(text) <= piece_chars:
+        return _fold(text)
+    return "".join(_fold(text[start : start + piece_chars]) for start in range(0, len(text), piece_chars))
+
+
+def _fold(text: str) -> str:
     return unicodedata.normalize("NFKD", text).translate(_combining()).casefold()
 
 
@@ -145,28 +158,31 @@ class TimeUp(Exception):
     """A search passed its deadline in the middle of a note."""
 
 
-class UnsafeRegexError(ValueError):
-    """A pattern outside the safe subset, or not a valid pattern at all; the message says which."""
-
-
 @dataclass(frozen=True)
 class LineMatch:
-    """A matching line (0-based) and its score; a :class:`Hit` is made only for the lines shown."""
+    """A matching line (0-based), its score and, for a regex, where the match starts. Hits are made of the
+    lines shown only."""
 
     index: int
     score: float
+    start: int = -1  # known for a regex match; a word's place is looked up when the hit is made
 
 
 class Matcher:
-    """One query: finds and scores the matching lines of a note, then makes hits of the best ones."""
+    """One query: finds and scores the matching lines of a note, then makes hits of the best ones.
+
+    In regex mode, a line that takes longer than :data:`REGEX_LINE_SECONDS` to match is skipped;
+    ``slow_lines`` counts them by note path. A matcher serves one search, in one thread.
+    """
 
     def __init__(self, query: str, mode: str) -> None:
         self.mode = mode
         self.words: list[str] = []
         self.phrase = ""
-        self.pattern: re.Pattern[str] | None = None
+        self.regex: SafeRegex | None = None
+        self.slow_lines: dict[str, int] = {}
         if mode == "regex":
-            self.pattern = safe_regex(query)
+            self.regex = safe_regex(query)
         elif mode == "phrase":
             self.phrase = " ".join(fold(query).split())
         else:
@@ -174,7 +190,7 @@ class Matcher:
 
     @property
     def empty(self) -> bool:
-        return not (self.words or self.phrase or self.pattern)
+        return not (self.words or self.phrase or self.regex)
 
     @property
     def terms(self) -> list[str]:
@@ -195,8 +211,8 @@ class Matcher:
         Cheap on purpose: it runs on every note. A regex search checks ``deadline``
         (monotonic) between lines and raises :class:`TimeUp`.
         """
-        if self.pattern is not None:
-            return self._regex_lines(entry, deadline)
+        if self.regex is not None:
+            return self._regex_lines(path, entry, deadline)
         if self.phrase:
             if self.phrase not in entry.folded:
                 return []
@@ -221,24 +237,37 @@ class Matcher:
             found.append(LineMatch(first, path_bonus))
         return found
 
-    def _regex_lines(self, entry: Indexed, deadline: float | None) -> list[LineMatch]:
-        assert self.pattern is not None
+    def _regex_lines(self, path: str, entry: Indexed, deadline: float | None) -> list[LineMatch]:
+        assert self.regex is not None
+        compiled, untimed = self.regex.compiled, self.regex.untimed_chars
         found = []
         for index, line in enumerate(entry.lines):
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeUp()
-            if self.pattern.search(line, 0, REGEX_LINE_CHARS):
-                found.append(LineMatch(index, 10.0 + _early(index)))
+            if min(len(line), REGEX_LINE_CHARS) <= untimed:
+                match = compiled.search(line, 0, REGEX_LINE_CHARS)
+            else:
+                seconds = REGEX_LINE_SECONDS
+                if deadline is not None:
+                    seconds = min(seconds, deadline - time.monotonic())
+                if seconds <= 0:
+                    raise TimeUp()
+                try:
+                    match = compiled.search(line, 0, REGEX_LINE_CHARS, timeout=seconds)
+                except TimeoutError:
+                    if seconds < REGEX_LINE_SECONDS:
+                        raise TimeUp() from None  # the search's own time ran out, not the line's
+                    self.slow_lines[path] = self.slow_lines.get(path, 0) + 1
+                    continue
+            if match is not None:
+                found.append(LineMatch(index, 10.0 + _early(index), match.start()))
         return found
 
     def hit(self, path: str, entry: Indexed, match: LineMatch) -> Hit:
         """The hit to show for a matching line: snippet around the match, breadcrumb, tocPath."""
         line = entry.lines[match.index]
-        start = 0
-        if self.pattern is not None:
-            found = self.pattern.search(line, 0, REGEX_LINE_CHARS)
-            start = found.start() if found else 0
-        else:
+        start = max(match.start, 0)
+        if self.regex is None:
             folded = entry.folded_lines[match.index]
             first = min(
                 (at for at in (folded.find(word) for word in self.words or [self.phrase]) if at >= 0), default=0
@@ -338,55 +367,6 @@ def _sections_at(headings: list[Heading], line: int) -> list[Heading]:
             return chain
         chain.append(inside)
         level = inside.children
-
-
-def safe_regex(pattern: str) -> re.Pattern[str]:
-    """Compile ``pattern`` if it is in the safe subset; :class:`UnsafeRegexError` otherwise."""
-    if len(pattern) > MAX_REGEX_CHARS:
-        raise UnsafeRegexError(f"the pattern is {len(pattern)} characters long; at most {MAX_REGEX_CHARS} are allowed")
-    try:
-        tree = sre_parse.parse(pattern)
-    except re.error as error:
-        raise UnsafeRegexError(f"not a valid regular expression: {error}") from None
-    unbounded = _check_safe(tree, inside_repeat=False)
-    if unbounded > MAX_UNBOUNDED_QUANTIFIERS:
-        raise UnsafeRegexError(
-            f"it has {unbounded} unbounded quantifiers (*, +, {{n,}}); at most {MAX_UNBOUNDED_QUANTIFIERS} are "
-            "allowed, as more can take very long on a long line. Use mode=text, or a narrower pattern"
-        )
-    return re.compile(pattern)
-
-
-_REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
-
-
-def _check_safe(items: Any, *, inside_repeat: bool) -> int:
-    """Refuse what can explode; return how many unbounded quantifiers the pattern has."""
-    unbounded = 0
-    for op, argument in items:
-        if op in _REPEATS:
-            _, high, body = argument
-            if inside_repeat:
-                raise UnsafeRegexError(
-                    "a quantifier inside a quantified group (like (a+)+ or (ab?)*) can take exponential time"
-                )
-            unbounded += high is sre.MAXREPEAT or high > 100
-            unbounded += _check_safe(body, inside_repeat=True)
-        elif op is sre.BRANCH:
-            if inside_repeat:
-                raise UnsafeRegexError(
-                    "an alternation inside a quantified group (like (a|ab)*) can take exponential time"
-                )
-            unbounded += sum(_check_safe(alternative, inside_repeat=False) for alternative in argument[1])
-        elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
-            raise UnsafeRegexError("backreferences are not allowed")
-        elif op is sre.SUBPATTERN:
-            unbounded += _check_safe(argument[-1], inside_repeat=inside_repeat)
-        elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            unbounded += _check_safe(argument[1], inside_repeat=inside_repeat)
-        elif op is getattr(sre, "ATOMIC_GROUP", None):
-            unbounded += _check_safe(argument, inside_repeat=inside_repeat)
-    return unbounded
 
 
 # -- finding notes by path -----------------------------------------------------------------------------------

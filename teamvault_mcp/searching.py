@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
 from teamvault_mcp.reading import folder_prefix
+from teamvault_mcp.regex_subset import UnsafeRegexError
 from teamvault_mcp.search import (
     BM25,
+    REGEX_LINE_SECONDS,
     Candidate,
     Indexed,
     Matcher,
     SearchIndex,
     TimeUp,
-    UnsafeRegexError,
     find_paths,
     rank,
 )
@@ -44,7 +45,8 @@ PARALLEL_DOWNLOADS = 8
 RESERVE_SECONDS = 2.5
 #: Matching stops when less than this is left: time to rank and answer.
 ANSWER_SECONDS = 1.0
-#: A regex search stops after this long, whatever the budget (the safe subset keeps each line quick).
+#: A regex search stops after this long, whatever the budget (and a line that takes longer than
+#: REGEX_LINE_SECONDS is skipped, so one bad line does not use it all up).
 REGEX_SECONDS = 10.0
 #: At most one progress notification per this many seconds.
 PROGRESS_EVERY = 0.25
@@ -80,6 +82,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         candidates, searched = _score(ctx, matcher, gathered, mode)
         shown, notes_shown = rank(candidates, matcher, limit)
     total_notes = len(candidates)
+    slow_lines = sum(matcher.slow_lines.values())
     result: dict[str, Any] = {
         "query": args["query"],
         "mode": mode,
@@ -87,7 +90,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "totalNotes": total_notes,
         "moreNotes": total_notes - notes_shown,
         "notesSearched": searched,
-        "partial": gathered.not_searched > 0,
+        "partial": gathered.not_searched > 0 or slow_lines > 0,
     }
     lines = []
     if gathered.not_searched:
@@ -96,6 +99,9 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"[Partial: {gathered.not_searched:,} of {len(files):,} notes were not searched ({gathered.why_partial}). "
             "The notes read so far are cached: searching again continues where this stopped.]"
         )
+    if slow_lines:
+        result["slowLines"] = slow_lines
+        lines.append(_slow_lines_notice(matcher.slow_lines))
     query = json.dumps(args["query"], ensure_ascii=False)
     lines.append(
         f"{total_notes:,} note{'s' if total_notes != 1 else ''} match {query} ({mode}); "
@@ -127,7 +133,7 @@ def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) ->
         try:
             if (ctx.token is not None and ctx.token.cancelled) or time.monotonic() > stop_at:
                 raise TimeUp()
-            if matcher.pattern is not None:
+            if matcher.regex is not None:
                 matches = matcher.lines(file.path, entry, deadline=stop_at)
                 if matches:
                     score = len(matches) + max(match.score for match in matches)
@@ -183,6 +189,17 @@ def gc_paused() -> Iterator[None]:
             _collector.holders -= 1
             if _collector.holders == 0 and _collector.resume:
                 gc.enable()
+
+
+def _slow_lines_notice(slow: dict[str, int]) -> str:
+    lines = sum(slow.values())
+    first = next(iter(slow))
+    where = f"in {first}" if len(slow) == 1 else f"in {len(slow):,} notes, the first {first}"
+    return (
+        f"[Partial: {lines:,} line{'s' if lines != 1 else ''} ({where}) took longer than {REGEX_LINE_SECONDS:g} s "
+        "each to match and were skipped: the pattern backtracks heavily on them. Anchor it, use fewer or "
+        "narrower repeats or a possessive one (a*+), or search with mode=text.]"
+    )
 
 
 def _why_stopped(ctx: ToolContext, mode: str) -> str:

@@ -20,6 +20,7 @@ from teamvault_mcp.notes import delete_note, edit_note, list_projects, move_note
 from teamvault_mcp.reading import (
     DEFAULT_EXCERPT_CHARS,
     DEFAULT_LIST_LIMIT,
+    OUTLINE_HEADINGS,
     list_notes,
     note_outline,
     read_note,
@@ -531,6 +532,7 @@ TOOLS: tuple[Tool, ...] = (
                 "moreNotes": {"type": "integer"},
                 "notesSearched": {"type": "integer"},
                 "notesNotSearched": {"type": "integer"},
+                "slowLines": {"type": "integer"},
                 "partial": {"type": "boolean"},
             },
             ["query", "mode", "hits", "totalNotes", "moreNotes", "notesSearched", "partial"],
@@ -587,6 +589,14 @@ TOOLS: tuple[Tool, ...] = (
                 kind="toc",
                 required=False,
             ),
+            Param(
+                "offset",
+                f"Headings of this level to skip: a level of more than {OUTLINE_HEADINGS} headings is shown "
+                "in pages, and a cut answer gives the offset of the next one (default 0).",
+                kind="count",
+                required=False,
+                minimum=0,
+            ),
         ),
         handler=note_outline,
         output_schema=_object_schema(
@@ -596,6 +606,10 @@ TOOLS: tuple[Tool, ...] = (
                 "totalLines": {"type": "integer"},
                 "totalChars": {"type": "integer"},
                 "headings": {"type": "array", "items": _HEADING},
+                "totalHeadings": {"type": "integer"},
+                "offset": {"type": "integer"},
+                "next": _object_schema({"offset": {"type": "integer"}}, ["offset"]),
+                "outlinedLines": {"type": "integer"},
             },
             ["path", "tocPath", "totalLines", "totalChars", "headings"],
         ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from teamvault_mcp.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
@@ -179,3 +181,23 @@ def test_a_big_note_is_parsed_in_one_pass() -> None:
     document: Document = parse(text)
     assert len(document.headings) == 200
     assert document.headings[-1].children[-1].end_line == document.line_count
+
+
+def test_a_long_text_is_split_piece_by_piece_into_the_same_lines() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        text = "".join(rng.choice(["a", "bc", "\n", "\r\n", "\r", " "]) for _ in range(rng.randint(1, 60)))
+        assert split_lines(text, piece_chars=4) == split_lines(text), repr(text)  # a \r\n is never cut in two
+    only_cr = "line\r" * 50  # no \n at all: the pieces end after a \r
+    assert split_lines(only_cr, piece_chars=7) == ["line\r"] * 50
+
+
+def test_an_outline_stops_before_the_heading_past_the_cap_and_says_where() -> None:
+    text = "intro\n" + "".join(f"# H{n}\ntext\n" for n in range(30))
+    document = parse(text, max_headings=10)
+    assert [heading.title for heading in document.headings] == [f"H{n}" for n in range(10)]
+    assert document.outlined_lines == 21  # up to the line before "# H10"
+    assert document.headings[-1].end_line == 21  # the last section ends there too, not at the note's end
+    assert document.headings[-1].chars == len("# H9\ntext\n")
+    assert document.line_count == 61
+    assert parse(text).outlined_lines == 61  # under the cap: every line

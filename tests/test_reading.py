@@ -107,6 +107,63 @@ async def test_outline_of_a_note_without_headings_says_how_to_read_it(
     assert "startLine" in outline["note"]
 
 
+async def test_an_outline_of_a_huge_flat_level_is_cut_with_the_call_that_reads_on(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    flat = "# a\n" * 150_000  # 0.6 MB of one-line headings: a 40 MB answer before the cap
+    serve_note(http_mock, "flat.md", flat)
+    text, is_error, outline = await call(runner, "note_outline", path="flat.md")
+    assert not is_error
+    assert json.loads(text) == outline
+    assert len(text) < 60_000  # 200 headings, not 150,000
+    assert [h["path"] for h in outline["headings"][:3]] == [["a"], ["a [2]"], ["a [3]"]]
+    assert (len(outline["headings"]), outline["totalHeadings"], outline["next"]) == (200, 20_000, {"offset": 200})
+    assert outline["outlinedLines"] == 20_000
+    assert outline["note"] == (
+        '[Cut: headings 1–200 of the 20,000 at this level are shown. Read on with: note_outline(path="flat.md", '
+        "offset=200)] [This note has more than 20,000 headings: the outline covers lines 1–20,000 of 150,000. "
+        'Read the rest with read_note(path="flat.md", startLine=20001)]'
+    )
+
+    _, _, page = await call(runner, "note_outline", path="flat.md", offset=200)
+    assert [h["path"] for h in page["headings"][:2]] == [["a [201]"], ["a [202]"]]  # names count the whole level
+    assert (page["offset"], page["next"]) == (200, {"offset": 400})
+    _, _, last = await call(runner, "note_outline", path="flat.md", offset=19_990)
+    assert len(last["headings"]) == 10 and "next" not in last
+    assert "[Cut:" not in last["note"]
+    text, is_error, _ = await call(runner, "note_outline", path="flat.md", offset=20_000)
+    assert is_error and text.startswith("offset 20,000 is past the end: this level of flat.md has 20,000 headings.")
+
+
+async def test_a_long_level_under_a_toc_path_is_paged_with_that_toc_path(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    serve_note(http_mock, "log.md", "# Log\n" + "".join(f"## Day {n}\nok\n" for n in range(500)))
+    _, _, outline = await call(runner, "note_outline", path="log.md", tocPath=["Log"])
+    assert (len(outline["headings"]), outline["totalHeadings"]) == (200, 500)
+    assert 'note_outline(path="log.md", tocPath=["Log"], offset=200)' in outline["note"]
+    _, _, rest = await call(runner, "note_outline", path="log.md", tocPath=["Log"], offset=400)
+    assert [h["title"] for h in rest["headings"]] == [f"Day {n}" for n in range(400, 500)]
+    assert "next" not in rest and "note" not in rest
+
+
+async def test_long_titles_keep_an_outline_answer_small(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    # Every heading's path repeats its parents' names: with a 4,000-character parent that is paid per child.
+    note = "# " + "P" * 4_000 + "\n" + "".join(f"## {n} " + "c" * 2_000 + "\n" for n in range(300))
+    serve_note(http_mock, "titles.md", note)
+    text, _, outline = await call(runner, "note_outline", path="titles.md", tocPath=["P" * 4_000])
+    assert 1 <= len(outline["headings"]) < 10  # 8,000 characters each: the answer's 60,000 are reached first
+    assert len(text) < 70_000
+    assert outline["next"] == {"offset": len(outline["headings"])}
+
+
+async def test_a_missing_section_lists_at_most_50_names(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
+    serve_note(http_mock, "many.md", "".join(f"# h{n}\n" for n in range(1000)))
+    text, is_error, _ = await call(runner, "read_note", path="many.md", section=["zzz"])
+    assert is_error
+    assert '"h48", "… 951 more".' in text and '"h49"' not in text
+
+
 # -- read_note: sections, lines, maxChars ------------------------------------------------------------
 
 

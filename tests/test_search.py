@@ -1,9 +1,13 @@
-"""The search engine (search.py): folding, matching, ranking, snippets, breadcrumbs, safe regexes, paths."""
+"""The search engine (search.py, regex_subset.py): folding, matching, ranking, snippets, safe regexes, paths."""
 
 from __future__ import annotations
 
+import random
+import time
+
 import pytest
 
+from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
 from teamvault_mcp.search import (
     BM25,
     SNIPPET_CHARS,
@@ -11,11 +15,10 @@ from teamvault_mcp.search import (
     Hit,
     Matcher,
     SearchIndex,
-    UnsafeRegexError,
+    TimeUp,
     find_paths,
     fold,
     rank,
-    safe_regex,
     snippet,
     words_of,
 )
@@ -145,7 +148,7 @@ def test_bm25_prefers_more_occurrences_of_rarer_words_in_shorter_notes() -> None
         ("(ab?)*", "quantifier inside a quantified group"),
         ("(a|ab)*c", "alternation inside a quantified group"),
         (r"(\w)\1", "backreferences"),
-        (r".*a.*b.*c", "3 unbounded quantifiers"),
+        (r".*a.*b.*c", "combine in about 1,003,003,001 ways on a line"),
         ("(", "not a valid regular expression"),
         ("a" * 501, "at most 500"),
     ],
@@ -155,9 +158,85 @@ def test_dangerous_regexes_are_refused(pattern: str, reason: str) -> None:
         safe_regex(pattern)
 
 
-@pytest.mark.parametrize("pattern", [r"Q\d", r"\w+@\w+", r"^## .*$", r"(?i)budget|café", r"\d{4}-\d{2}-\d{2}"])
+def test_bounded_repeats_count_toward_the_limit_on_adjacent_repetition() -> None:
+    # The review's pattern: 99 s on a 1,000-character line with Python's `re`. Each a{0,100} offers 101 ways.
+    with pytest.raises(UnsafeRegexError, match=r"combine in about 104,060,401 ways on a line.*at most 10,000,000"):
+        safe_regex("a{0,100}a{0,100}a{0,100}a{0,100}c")
+    with pytest.raises(UnsafeRegexError, match="2,006,006,002 ways"):  # alternatives add: (1,001 + 1,001) x 1,001^2
+        safe_regex("(?:.*x|.*y).*.*z")
+    with pytest.raises(UnsafeRegexError, match="1,003,003,001 ways"):  # a lookahead's repeats multiply too
+        safe_regex(r"a*(?=a*a*x)")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "advice"),
+    [
+        ("[[:alpha:]]+", r"write a \[ inside a character set as \\\["),  # a POSIX class for `regex`, a set for `re`
+        ("[a[:digit:]]", r"inside a character set"),
+        ("x{e<=1}", r"write a \{ that does not start a repeat"),  # fuzzy matching for `regex`, a literal for `re`
+        ("[a-z]{e}", r"write a \{ that does not start a repeat"),
+        ("[a--b]", r"write -- inside a character set escaped"),  # set syntax whose meaning may change
+        ("[a&&b]", r"write && inside a character set escaped"),
+    ],
+)
+def test_spellings_the_two_regex_engines_read_differently_are_refused(pattern: str, advice: str) -> None:
+    with pytest.raises(UnsafeRegexError, match=advice):
+        safe_regex(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"Q\d",
+        r"\w+@\w+",
+        r"^## .*$",
+        r"(?i)budget|café",
+        r"\d{4}-\d{2}-\d{2}",
+        r"\d{1,2}/\d{1,2}/\d{2,4}",  # small bounded repeats: 2 x 2 x 3 ways
+        r"^(\w+) (\w+)s?$",  # two unbounded quantifiers and an optional letter
+        r"a{0,100}a{0,100}a{0,100}c",  # 1,030,301 ways: fine
+        r"a*+b*+c*+d",  # possessive quantifiers never backtrack: one way each
+        r"\{literal\} and {2,} and x{,3}",
+        r"[]a] [^]a] [\[\]] \N{EM DASH}",  # a ] first in a set is a literal; escaped brackets; a named character
+    ],
+)
 def test_ordinary_regexes_are_allowed(pattern: str) -> None:
     safe_regex(pattern)
+
+
+def test_lines_are_matched_untimed_only_while_the_worst_case_is_small() -> None:
+    assert safe_regex(r"\d{4}-\d{2}-\d{2}").untimed_chars == REGEX_LINE_CHARS  # no backtracking to speak of
+    assert safe_regex(r"dead.*line").untimed_chars > 900  # one unbounded quantifier: quadratic, still quick
+    assert 100 < safe_regex(r".*a.*b").untimed_chars < 200  # two: cubic, so longer lines get a time limit
+    anchored, loose = safe_regex(r"^(\w+) (\w+)s?$"), safe_regex(r"(\w+) (\w+)s?$")
+    assert anchored.untimed_chars > 3 * loose.untimed_chars  # tried at the line's start only
+
+
+def test_a_line_that_takes_too_long_is_skipped_and_counted_and_the_rest_still_match() -> None:
+    # `\w*(?=\w*x)` backtracks for about a second on 1,000 word characters; the line gets 0.2 s of CPU.
+    matcher = Matcher(r"\w*(?=\w*x)", "regex")
+    entry = SearchIndex().add("h", "# Title\n" + "a" * 1000 + "\n" + "the box\n")
+    matches = matcher.lines("big.md", entry, deadline=time.monotonic() + 60)
+    assert [match.index for match in matches] == [2]  # "the box" still matches
+    assert matcher.slow_lines == {"big.md": 1}
+    hit = matcher.hit("big.md", entry, matches[0])
+    assert (hit.line, hit.snippet, hit.breadcrumb) == (3, "the box", "Title")
+
+
+def test_a_search_whose_own_time_runs_out_inside_a_line_stops_there() -> None:
+    matcher = Matcher(r"\w*(?=\w*x)", "regex")
+    entry = SearchIndex().add("h", "a" * 1000 + "\n")
+    with pytest.raises(TimeUp):
+        matcher.lines("big.md", entry, deadline=time.monotonic() + 0.05)
+    assert matcher.slow_lines == {}  # not the line's fault: the note counts as not searched
+
+
+def test_folding_a_long_text_piece_by_piece_gives_the_same_text() -> None:
+    rng = random.Random(7)
+    alphabet = ["a", "É", "e\u0301", "\u0301", "\u0323\u0302", "ﬁ", "ß", "İ", "한", "\u1100\u1161", "\u0f73", "\n", " "]
+    for _ in range(300):  # cuts fall inside accent sequences, ligatures and jamo
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 120)))
+        assert fold(text, piece_chars=3) == fold(text), repr(text)
 
 
 def test_regex_mode_matches_raw_lines() -> None:

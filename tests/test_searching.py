@@ -187,14 +187,15 @@ async def test_progress_is_reported_only_when_asked_for(vault: Vault) -> None:
 
 async def test_a_slow_regex_stops_within_the_budget_with_partial_results(vault: Vault) -> None:
     runner = vault.runner()
-    long_line = "a" * 1000 + "\n"  # `.*a.*b` backtracks quadratically on it and never matches
-    for i in range(40):
-        await write(runner, f"n{i:02d}.md", long_line * 40)
+    slow_lines = ("a" * 1000 + "\n") * 5  # `\w*(?=\w*x)` backtracks on each for about a second: 0.2 s, then skipped
+    for i in range(12):
+        await write(runner, f"n{i:02d}.md", slow_lines)
     started = time.monotonic()
-    _, is_error, result = await call(vault.runner(budget=3.0), "search_notes", query=".*a.*b", mode="regex")
+    text, is_error, result = await call(vault.runner(budget=3.0), "search_notes", query=r"\w*(?=\w*x)", mode="regex")
     elapsed = time.monotonic() - started
     assert not is_error
-    assert result["partial"] is True
+    assert result["partial"] is True and result["notesNotSearched"] > 0 and result["slowLines"] > 0
+    assert "the call's time budget ran out" in text
     assert elapsed < 3.0
 
 
@@ -259,3 +260,35 @@ def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vau
     assert output.structured is not None and output.structured["partial"] is True
     assert "the call was cancelled" in output.text
     assert 0 < output.structured["notesNotSearched"] <= 12
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed")  # the SDK's ping is the legacy era's; hosts still send it
+async def test_pings_are_answered_while_the_regex_engine_is_inside_a_long_match(vault: Vault) -> None:
+    # Five lines of 1,000 word characters: `\w*(?=\w*x)` (in the safe subset) backtracks on each for about a
+    # second, in one call into the engine per line. Python's `re` holds the GIL through each call, so the
+    # event loop only gets the short gaps between lines (a few pings each); the `regex` package lets go
+    # of the GIL while it matches (hundreds of pings per line) and stops each line at its time limit.
+    runner = vault.runner(budget=30)
+    await write(runner, "slow.md", ("a" * 1000 + "\n") * 5)
+    await call(runner, "search_notes", query="aaaa")  # the note is now in memory: the search only lists
+    events: list[str] = []
+    result: Any = None
+    async with Client(build_server(runner), mode="legacy") as client:
+
+        async def search() -> None:
+            nonlocal result
+            result = await client.call_tool("search_notes", {"query": r"\w*(?=\w*x)", "mode": "regex"})
+            events.append("search answered")
+
+        requests_before = len(vault.vault.faults.seen)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(search)
+            while len(vault.vault.faults.seen) == requests_before:  # the search has asked for the listing
+                await anyio.sleep(0.001)
+            while "search answered" not in events:
+                await client.send_ping()
+                events.append("ping answered")
+    pings = events.index("search answered")
+    assert pings >= 600, f"only {pings} pings were answered while the search ran: the engine held the GIL"
+    assert result.structured_content["slowLines"] == 5 and result.structured_content["partial"] is True
+    assert "5 lines (in slow.md) took longer than 0.2 s each to match and were skipped" in result.content[0].text
