@@ -163,9 +163,8 @@ class VaultHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         limits = self.state.connections.limits
-        self.connection.settimeout(limits.io_timeout)  # for sends; receives are bounded by the reader
         self.rfile.close()  # replaced by a reader that keeps the deadlines of limits.py
-        self.reader = DeadlineReader(self.connection, limits.io_timeout)
+        self.reader = DeadlineReader(self.connection)
         self.reader.until(time.monotonic() + limits.head_timeout)  # the first head, from the accept
         self.rfile = io.BufferedReader(self.reader)
         self._answered = 0
@@ -185,7 +184,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         """Idle until the next request's first byte (``idle_timeout``); then its head gets a deadline of its own."""
         connections = self.state.connections
         connections.enter(self.connection, IDLE)
-        self.reader.until(time.monotonic() + connections.limits.idle_timeout)
+        self.reader.each_receive(connections.limits.idle_timeout)  # one receive: the first byte
         try:
             more = self.rfile.peek(1)
         except TimeoutError:

@@ -40,7 +40,7 @@ HEAD, BUSY, IDLE = "head", "busy", "idle"
 LISTEN_BACKLOG = 1024
 DEFAULT_HEAD_TIMEOUT = 10.0
 DEFAULT_IDLE_TIMEOUT = 120.0
-DEFAULT_IO_TIMEOUT = 60.0
+DEFAULT_IO_TIMEOUT = 120.0  # as the handler's one timeout was before there were phases
 #: Descriptors kept for everything but client connections: the database pool (a database
 #: and a WAL file per connection), the listening socket, logs, and the MCP server's own
 #: connections when the vault is embedded (``--local``).
@@ -90,8 +90,9 @@ class Connections:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        # Oldest first: a dict keeps insertion order, and a connection is re-inserted when its phase changes.
-        self._phases: dict[str, dict[socket.socket, float]] = {HEAD: {}, BUSY: {}, IDLE: {}}
+        # Longest in its phase first: a dict keeps insertion order, and a connection that changes
+        # phase is inserted anew (the dicts are used as ordered sets).
+        self._phases: dict[str, dict[socket.socket, None]] = {HEAD: {}, BUSY: {}, IDLE: {}}
         self._phase_of: dict[socket.socket, str] = {}
         self._shed: set[socket.socket] = set()  # closed by us, their threads not yet finished
         self._changed = threading.Condition()
@@ -110,7 +111,7 @@ class Connections:
                 self.closed["refused"] += 1
                 return False
             self._phase_of[sock] = HEAD
-            self._phases[HEAD][sock] = time.monotonic()
+            self._phases[HEAD][sock] = None
             self._changed.notify_all()
         return True
 
@@ -132,7 +133,7 @@ class Connections:
             if old is None:
                 return
             del self._phases[old][sock]
-            self._phases[phase][sock] = time.monotonic()
+            self._phases[phase][sock] = None
             self._phase_of[sock] = phase
             self._changed.notify_all()
 
@@ -165,15 +166,16 @@ class DeadlineReader(io.RawIOBase):
     """A connection's receiving side, bounded by a deadline for a whole phase or by a time per receive.
 
     ``expired`` tells whether the last failure was a deadline; ``ended`` whether the
-    peer (or a shed) ended the stream. Sends keep ``io_timeout`` as the socket's timeout.
+    peer (or a shed) ended the stream. The socket's own timeout is what bounds each
+    receive (and each send, made while a per-receive time is set); it is changed only
+    when it has to be, since each change is a system call.
     """
 
-    def __init__(self, sock: socket.socket, io_timeout: float) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         super().__init__()
         self._sock = sock
-        self._io_timeout = io_timeout
         self._deadline: float | None = None
-        self._per_receive = io_timeout
+        self._timeout = sock.gettimeout()
         self.expired = False
         self.ended = False
 
@@ -186,26 +188,28 @@ class DeadlineReader(io.RawIOBase):
         self.expired = False
 
     def each_receive(self, seconds: float) -> None:
-        """From now on each receive may take ``seconds``, however many there are."""
+        """From now on each receive (and send) may take ``seconds``, however many there are."""
         self._deadline = None
-        self._per_receive = seconds
         self.expired = False
+        self._set_timeout(seconds)
+
+    def _set_timeout(self, seconds: float) -> None:
+        if seconds != self._timeout:
+            self._sock.settimeout(seconds)
+            self._timeout = seconds
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        timeout = self._per_receive
         if self._deadline is not None:
-            timeout = self._deadline - time.monotonic()
-            if timeout <= 0:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
                 self.expired = True
                 raise TimeoutError("the deadline for this request head has passed")
-        self._sock.settimeout(timeout)
+            self._set_timeout(remaining)
         try:
             received = self._sock.recv_into(buffer)
         except TimeoutError:
             self.expired = self._deadline is not None
             raise
-        finally:
-            self._sock.settimeout(self._io_timeout)
         if received == 0:
             self.ended = True
         return received
