@@ -294,3 +294,10 @@ def test_a_burst_of_200_connects_waits_in_the_listen_backlog_and_every_one_is_se
             with contextlib.suppress(OSError):
                 sock.close()
         vault.stop()
+
+
+def test_a_cap_below_one_connection_is_refused_not_replaced_by_the_default(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_connections"):
+        LocalVault(tmp_path / "vault", max_connections=0)
+    with LocalVault(tmp_path / "vault", max_connections=1) as vault:  # the refusal left nothing locked or open
+        assert vault.limits.max_connections == 1

@@ -120,10 +120,12 @@ class LocalVault:
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.limits = Limits(max_connections or default_max_connections(), head_timeout=head_timeout)
+        cap = default_max_connections() if max_connections is None else max_connections
+        self.limits = Limits(cap, head_timeout=head_timeout)
         self._lock = open_data_dir(self.data_dir)
+        store: Store | None = None
         try:
-            self.store = Store(self.data_dir, max_file_size=max_file_size)
+            self.store = store = Store(self.data_dir, max_file_size=max_file_size)
             self.faults = FaultPlan()
             self.connections = Connections(self.limits)
             self.state = VaultState(
@@ -137,6 +139,8 @@ class LocalVault:
             handler = type("Handler", (VaultHandler,), {"state": self.state})
             self._server = _Server((host, port), handler, self.connections)
         except BaseException:
+            if store is not None:
+                store.close()
             self._lock.release()
             raise
         self.host = host
