@@ -104,13 +104,44 @@ def _parser() -> argparse.ArgumentParser:
     vault.add_argument("--data", metavar="DIR", type=Path, default=_default_data_dir(), help="data directory")
     vault.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     vault.add_argument("--port", type=int, default=8787, help="port; 0 picks a free one (default: 8787)")
-    vault.add_argument("--api-key", help="use this API key instead of the one generated and kept in DIR")
+    vault.add_argument(
+        "--api-key",
+        help="the start key: valid instead of the key generated and kept in DIR (and of any earlier --api-key)",
+    )
     vault.add_argument("--max-file-size", type=int, metavar="BYTES", help="refuse larger files (file_too_large)")
     vault.add_argument(
         "--without-idempotency",
         action="store_true",
         help="ignore Idempotency-Key, as the public Team Vault server does: for testing clients against it",
     )
+    vault.add_argument(
+        "--without-conditional-writes",
+        action="store_true",
+        help="ignore If-Match (no 412, no ETag), as the public Team Vault server does: for testing clients against it",
+    )
+    vault.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="connections open at once; a new one sheds an idle one first (default: from the open-file limit)",
+    )
+    key_data = argparse.ArgumentParser(add_help=False)
+    key_data.add_argument("--data", metavar="DIR", type=Path, default=argparse.SUPPRESS, help="data directory")
+    keys = vault.add_subparsers(dest="vault_command", metavar="{keys}").add_parser(
+        "keys",
+        parents=[key_data],
+        help="list, add or revoke the API keys of the vault in DIR (running or not)",
+        description="The start key (--api-key, or else the generated key) is valid while the vault runs with it; "
+        "added keys stay valid until revoked. A revoked key is refused at once, by a running vault too.",
+    )
+    key_commands = keys.add_subparsers(dest="keys_command", metavar="{list,add,revoke}", required=True)
+    key_commands.add_parser(
+        "list", parents=[key_data], help="one line per valid key: prefix, user, created, label, start or added"
+    )
+    key_add = key_commands.add_parser("add", parents=[key_data], help="add a key valid until revoked; print it once")
+    key_add.add_argument("--label", help="what the key is for, shown by list")
+    key_revoke = key_commands.add_parser("revoke", parents=[key_data], help="revoke the key(s) with this prefix")
+    key_revoke.add_argument("prefix", help="a key prefix as list shows it, or the whole key")
     return parser
 
 
@@ -287,8 +318,16 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from teamvault_mcp.localvault import LocalVault
 
     _configure_logging(_log_level(environ))
+    if args.vault_command == "keys":
+        from teamvault_mcp.localvault.keys import run_keys_command
+
+        options = {"label": getattr(args, "label", None), "prefix": getattr(args, "prefix", None)}
+        return run_keys_command(args.keys_command, args.data, **options, out=sys.stdout, err=sys.stderr)
     if not 0 <= args.port <= 65535:
         sys.stderr.write(f"{PROG}: --port {args.port} is not a port number (0-65535)\n")
+        return 2
+    if args.max_connections is not None and args.max_connections < 1:
+        sys.stderr.write(f"{PROG}: --max-connections {args.max_connections} must be at least 1\n")
         return 2
     try:
         vault = LocalVault(
@@ -298,6 +337,8 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             api_key=args.api_key,
             max_file_size=args.max_file_size,
             idempotency=not args.without_idempotency,
+            conditional_writes=not args.without_conditional_writes,
+            max_connections=args.max_connections,
         )
     except (OSError, sqlite3.Error) as error:
         sys.stderr.write(f"{PROG}: cannot serve the local vault on {args.host}:{args.port}: {error}\n")

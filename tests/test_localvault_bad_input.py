@@ -317,8 +317,12 @@ def test_a_chunked_upload_through_requests_is_refused_with_411(unchanged: Projec
     assert_no_traceback(response.content)
 
 
-@pytest.mark.parametrize("length", ["abc", "-1", "1e3"])
+BAD_LENGTHS = ["abc", "-1", "1e3", "+5", "1_0", "5,5", "5 5", "0x5", "5.0", "\u0665", "", "\r\n 5"]
+
+
+@pytest.mark.parametrize("length", BAD_LENGTHS, ids=[ascii(length) for length in BAD_LENGTHS])
 def test_a_bad_content_length_is_400_at_once(unchanged: Project, length: str) -> None:
+    """Only 1*DIGIT frames a body (RFC 9112 §6.3); ``int()`` takes ``+5`` and ``1_0``, a proxy may not."""
     head = request_head(unchanged, "PUT", unchanged.note, f"Content-Length: {length}")
     answer, sock = raw_exchange(unchanged.vault, head + b"xyz")
     with sock:
@@ -328,14 +332,142 @@ def test_a_bad_content_length_is_400_at_once(unchanged: Project, length: str) ->
         assert closed_by_peer(sock)
 
 
+def hidden_delete(project: Project) -> bytes:
+    """A second request, to be smuggled inside the first one's body."""
+    return request_head(project, "DELETE", project.note, "Content-Length: 0")
+
+
+@pytest.mark.parametrize(
+    "framing",
+    ["Content-Length: 0\r\nContent-Length: {n}", "Content-Length: {n}\r\nContent-Length: 0", "Content-Length : {n}"],
+    ids=["duplicate, the first 0", "duplicate, the second 0", "a space before the colon"],
+)
+def test_an_ambiguous_length_cannot_smuggle_a_hidden_second_request(unchanged: Project, framing: str) -> None:
+    """Where a proxy takes one length and the vault another, the rest of the stream would be a second request."""
+    hidden = hidden_delete(unchanged)
+    head = request_head(
+        unchanged, "PUT", unchanged.note, "Content-Type: application/octet-stream", framing.format(n=len(hidden))
+    )
+    answer, sock = raw_exchange(unchanged.vault, head + hidden)
+    with sock:
+        assert answer.status == 400
+        assert_no_traceback(answer.body)
+        assert closed_by_peer(sock)  # nothing after the refusal is read as a request
+
+
+def test_the_same_content_length_twice_is_refused_too(unchanged: Project) -> None:
+    head = request_head(unchanged, "PUT", unchanged.note, "Content-Length: 3", "Content-Length: 3")
+    answer, sock = raw_exchange(unchanged.vault, head + b"xyz")
+    with sock:
+        assert answer.status == 400
+        assert closed_by_peer(sock)
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        (("Transfer-Encoding: identity",), 411),
+        (("Transfer-Encoding: gzip",), 411),
+        (("Transfer-Encoding: chunked", "Content-Length: 3"), 400),
+        (("Content-Length: 3", "Transfer-Encoding: chunked"), 400),
+        (("Transfer-Encoding:",), 411),
+    ],
+    ids=["identity", "gzip", "chunked and a length", "a length and chunked", "empty"],
+)
+def test_any_transfer_encoding_is_refused_and_the_connection_closed(
+    unchanged: Project, extra: tuple[str, ...], status: int
+) -> None:
+    head = request_head(unchanged, "PUT", unchanged.note, *extra)
+    answer, sock = raw_exchange(unchanged.vault, head + b"3\r\nxyz\r\n0\r\n\r\n")
+    with sock:
+        assert answer.status == status
+        assert_no_traceback(answer.body)
+        assert closed_by_peer(sock)
+
+
+@pytest.mark.parametrize(
+    "line", ["No colon here", " X-Folded: continued", "X-API-Key : wrong"], ids=["no colon", "leading space", "space"]
+)
+def test_a_header_line_that_is_no_header_is_refused(unchanged: Project, line: str) -> None:
+    """Python's parser would take such a line, and every header after it, as the start of a body."""
+    head = f"PUT {unchanged.note} HTTP/1.1\r\nHost: x\r\n{line}\r\nX-API-Key: {unchanged.vault.api_key}\r\n"
+    answer, sock = raw_exchange(unchanged.vault, (head + "Content-Length: 3\r\n\r\nxyz").encode())
+    with sock:
+        assert answer.status == 400
+        assert closed_by_peer(sock)
+
+
+def test_a_head_ended_by_the_end_of_the_stream_is_not_carried_out(unchanged: Project) -> None:
+    """A DELETE whose head never reached its empty line is no request: nothing answered, nothing deleted."""
+    head = request_head(unchanged, "DELETE", unchanged.note).removesuffix(b"\r\n")
+    with socket.create_connection((unchanged.vault.host, unchanged.vault.port), timeout=TIMEOUT) as sock:
+        sock.sendall(head)
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(TIMEOUT)
+        assert sock.recv(65536) == b""
+
+
+def test_a_body_cut_short_by_the_end_of_the_stream_is_not_applied(unchanged: Project) -> None:
+    head = request_head(unchanged, "PUT", unchanged.note, "Content-Length: 10")
+    with socket.create_connection((unchanged.vault.host, unchanged.vault.port), timeout=TIMEOUT) as sock:
+        sock.sendall(head + b"short")
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(TIMEOUT)
+        assert sock.recv(65536) == b""
+
+
+# -- no body before the key -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [None, "osync_" + "0" * 64], ids=["no key", "a wrong key"])
+def test_without_a_valid_key_the_body_is_not_read_the_answer_is_401_and_the_connection_closed(
+    unchanged: Project, key: str | None
+) -> None:
+    """The answer comes before a byte of the announced 40 MB has been sent: nothing of it is read or buffered."""
+    lines = [f"PUT {unchanged.note} HTTP/1.1", "Host: x", "Content-Length: 40000000"]
+    if key is not None:
+        lines.append(f"X-API-Key: {key}")
+    answer, sock = raw_exchange(unchanged.vault, ("\r\n".join(lines) + "\r\n\r\n").encode())
+    with sock:
+        assert answer.status == 401
+        assert answer.headers["connection"] == "close"
+        assert json.loads(answer.body)["error"]["code"] == "unauthorized"
+        assert closed_by_peer(sock)
+
+
+def test_a_small_body_without_a_key_still_gets_its_401_through_requests(unchanged: Project) -> None:
+    response = unchanged.session.put(
+        unchanged.vault.url + unchanged.note, data=b"x" * 100_000, headers={"X-API-Key": "wrong"}, timeout=TIMEOUT
+    )
+    assert response.status_code == 401
+    assert unchanged.request("GET", unchanged.files).status_code == 200  # the session reconnects
+
+
+def test_expect_100_continue_is_answered_only_once_the_key_is_checked(project: Project) -> None:
+    with socket.create_connection((project.vault.host, project.vault.port), timeout=TIMEOUT) as sock:
+        sock.sendall(request_head(project, "PUT", project.note, "Content-Length: 3", "Expect: 100-continue"))
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(b"new")
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += sock.recv(65536)
+        assert received.startswith(b"HTTP/1.1 200")
+    stranger = f"PUT {project.note} HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"
+    answer, sock = raw_exchange(project.vault, stranger.encode())
+    with sock:
+        assert answer.status == 401  # no "100 Continue" first: the body is never asked for
+        assert closed_by_peer(sock)
+    assert project.request("GET", project.note).content == b"new"
+
+
 @pytest.mark.parametrize(
     "data",
     [b"BREW /api/auth/me HTTP/1.1\r\n\r\n", b"GET /a b c HTTP/1.1\r\n\r\n"],
     ids=["an unknown method", "too many words"],
 )
-def test_a_garbage_request_line_is_refused_at_once(unchanged: Project, data: bytes) -> None:
+def test_a_garbage_request_line_is_refused_at_once(project: Project, data: bytes) -> None:
     """Not an API request at all: an HTTP error status at once, and the connection closed; never a crash."""
-    with socket.create_connection((unchanged.vault.host, unchanged.vault.port), timeout=TIMEOUT) as sock:
+    with socket.create_connection((project.vault.host, project.vault.port), timeout=TIMEOUT) as sock:
         sock.sendall(data)
         received = b""
         try:
@@ -348,9 +480,9 @@ def test_a_garbage_request_line_is_refused_at_once(unchanged: Project, data: byt
     assert_no_traceback(received)
 
 
-def test_a_header_line_over_64_kib_is_refused_at_once(unchanged: Project) -> None:
-    data = request_head(unchanged, "GET", unchanged.files, "X-Long: " + "y" * 70_000)
-    with socket.create_connection((unchanged.vault.host, unchanged.vault.port), timeout=TIMEOUT) as sock:
+def test_a_header_line_over_64_kib_is_refused_at_once(project: Project) -> None:
+    data = request_head(project, "GET", project.files, "X-Long: " + "y" * 70_000)
+    with socket.create_connection((project.vault.host, project.vault.port), timeout=TIMEOUT) as sock:
         sock.sendall(data)
         received = sock.recv(65536)
     assert received.startswith(b"HTTP/1.")
@@ -375,10 +507,10 @@ def unknown_routes(project: Project) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("with_key", [True, False], ids=["with a key", "without a key"])
-def test_an_unknown_route_is_404_in_the_json_envelope(unchanged: Project, with_key: bool) -> None:
-    for method, route in unknown_routes(unchanged):
+def test_an_unknown_route_is_404_in_the_json_envelope(project: Project, with_key: bool) -> None:
+    for method, route in unknown_routes(project):
         headers: dict[str, Any] = {} if with_key else {"X-API-Key": None}
-        response = unchanged.request(method, route, headers=headers, data=b"some body")
+        response = project.request(method, route, headers=headers, data=b"some body")
         assert_error(response, 404, "not_found")
 
 
@@ -397,27 +529,27 @@ def test_an_unknown_route_is_404_in_the_json_envelope(unchanged: Project, with_k
     ],
 )
 def test_a_wrong_method_is_405_with_an_allow_header(
-    unchanged: Project, method: str, route: str, allowed: set[str]
+    project: Project, method: str, route: str, allowed: set[str]
 ) -> None:
     """The route exists but not for this method: 405 naming the allowed ones; the connection stays usable."""
-    url = route.format(files=unchanged.files, folders=unchanged.folders, note=unchanged.note, project=unchanged.id)
-    response = unchanged.request(method, url, data=b'{"newPath": "elsewhere.md"}')
+    url = route.format(files=project.files, folders=project.folders, note=project.note, project=project.id)
+    response = project.request(method, url, data=b'{"newPath": "elsewhere.md"}')
     assert response.status_code == 405
     assert_no_traceback(response.content)
     assert {name.strip() for name in response.headers["Allow"].split(",")} == allowed
     if response.content:
         assert_error(response, 405, None)
-    assert unchanged.request("GET", unchanged.files).status_code == 200  # the body was consumed
+    assert project.request("GET", project.files).status_code == 200  # the body was consumed
 
 
 @pytest.mark.parametrize("file_id", ["%00", "..%2F..%2Fetc", "%zz", "%ff%fe", "x" * 2000, "'; DROP TABLE files; --"])
-def test_a_malformed_file_id_is_404_never_400_or_500(unchanged: Project, file_id: str) -> None:
+def test_a_malformed_file_id_is_404_never_400_or_500(project: Project, file_id: str) -> None:
     """§1.1: an unknown id gives a 404, never a 400."""
-    route = f"{unchanged.files}/{file_id}"
-    assert_error(unchanged.request("GET", route), 404, "not_found")
-    assert_error(unchanged.request("PUT", route, data=b"x"), 404, "not_found")
-    assert_error(unchanged.request("DELETE", route), 404, "not_found")
-    assert_error(unchanged.request("PATCH", route, json={"newPath": "z.md"}), 404, "not_found")
+    route = f"{project.files}/{file_id}"
+    assert_error(project.request("GET", route), 404, "not_found")
+    assert_error(project.request("PUT", route, data=b"x"), 404, "not_found")
+    assert_error(project.request("DELETE", route), 404, "not_found")
+    assert_error(project.request("PATCH", route, json={"newPath": "z.md"}), 404, "not_found")
 
 
 # -- paths ----------------------------------------------------------------------------------------------
@@ -443,22 +575,22 @@ REFUSED_PATHS = {
 
 
 @pytest.mark.parametrize("path", REFUSED_PATHS, ids=[ascii(p) for p in REFUSED_PATHS])
-def test_post_with_a_nul_traversal_or_reserved_path_is_400_invalid_path(unchanged: Project, path: str) -> None:
+def test_post_with_a_nul_traversal_or_reserved_path_is_400_invalid_path(project: Project, path: str) -> None:
     """§2.3/§3.2: 400 ``invalid_path`` with the gate's message."""
-    assert_error(unchanged.create(path), 400, "invalid_path", REFUSED_PATHS[path])
+    assert_error(project.create(path), 400, "invalid_path", REFUSED_PATHS[path])
 
 
 @pytest.mark.parametrize("path", REFUSED_PATHS, ids=[ascii(p) for p in REFUSED_PATHS])
-def test_patch_to_a_nul_traversal_or_reserved_path_is_400_invalid_path(unchanged: Project, path: str) -> None:
+def test_patch_to_a_nul_traversal_or_reserved_path_is_400_invalid_path(project: Project, path: str) -> None:
     """§2.3/§3.5: ``newPath`` goes through the incoming gate."""
-    response = unchanged.request("PATCH", unchanged.note, json={"newPath": path})
+    response = project.request("PATCH", project.note, json={"newPath": path})
     assert_error(response, 400, "invalid_path", REFUSED_PATHS[path])
 
 
 @pytest.mark.parametrize("path", REFUSED_PATHS, ids=[ascii(p) for p in REFUSED_PATHS])
-def test_folder_patch_to_a_nul_traversal_or_reserved_path_is_400_invalid_path(unchanged: Project, path: str) -> None:
+def test_folder_patch_to_a_nul_traversal_or_reserved_path_is_400_invalid_path(project: Project, path: str) -> None:
     """§5.1: a refused ``newPath`` → 400 ``invalid_path``, "invalid folder path"."""
-    response = unchanged.request("PATCH", unchanged.folders, json={"path": "dir", "newPath": path})
+    response = project.request("PATCH", project.folders, json={"path": "dir", "newPath": path})
     assert_error(response, 400, "invalid_path", "Недопустимый путь папки")
 
 
@@ -466,24 +598,24 @@ STORED_GATE_REFUSALS = ["a\0b.md", "../a.md", "..", "/a.md", ".versions/a.md", "
 
 
 @pytest.mark.parametrize("path", STORED_GATE_REFUSALS, ids=[ascii(p) for p in STORED_GATE_REFUSALS])
-def test_list_with_a_refused_path_answers_no_files(unchanged: Project, path: str) -> None:
+def test_list_with_a_refused_path_answers_no_files(project: Project, path: str) -> None:
     """§3.1: the stored gate's refusal lists nothing, with 200."""
-    response = unchanged.request("GET", unchanged.files, params={"path": path, "includeDeleted": "true"})
+    response = project.request("GET", project.files, params={"path": path, "includeDeleted": "true"})
     assert response.status_code == 200
     assert response.json() == {"files": []}
 
 
 @pytest.mark.parametrize("path", [".obsidian/x.md", ".Trash/x.md", "a:b.md"])
-def test_list_of_a_client_reserved_name_is_allowed_on_reads(unchanged: Project, path: str) -> None:
+def test_list_of_a_client_reserved_name_is_allowed_on_reads(project: Project, path: str) -> None:
     """§2.2: reads use the stored gate, which lets client folders and Windows names through (nothing there here)."""
-    response = unchanged.request("GET", unchanged.files, params={"path": path})
+    response = project.request("GET", project.files, params={"path": path})
     assert (response.status_code, response.json()) == (200, {"files": []})
 
 
 @pytest.mark.parametrize("path", STORED_GATE_REFUSALS, ids=[ascii(p) for p in STORED_GATE_REFUSALS])
-def test_folder_delete_of_a_refused_path_is_400_invalid_path(unchanged: Project, path: str) -> None:
+def test_folder_delete_of_a_refused_path_is_400_invalid_path(project: Project, path: str) -> None:
     """§5.2: ``path`` refused by the stored gate → 400 ``invalid_path``."""
-    response = unchanged.request("DELETE", unchanged.folders, params={"path": path})
+    response = project.request("DELETE", project.folders, params={"path": path})
     assert_error(response, 400, "invalid_path", "Недопустимый путь папки")
 
 
@@ -491,23 +623,23 @@ def test_folder_delete_of_a_refused_path_is_400_invalid_path(unchanged: Project,
 
 
 @pytest.mark.parametrize("key", ["", "k" * 256], ids=["empty", "256 characters"])
-def test_an_invalid_idempotency_key_is_400_and_nothing_is_applied(unchanged: Project, key: str) -> None:
+def test_an_invalid_idempotency_key_is_400_and_nothing_is_applied(project: Project, key: str) -> None:
     """§11.2 profile: a key that cannot be a UUID-like token is refused before any work."""
     headers = {"Idempotency-Key": key}
     attempts = [
-        unchanged.create("new.md", headers=headers),
-        unchanged.request("PUT", unchanged.note, data=b"changed", headers=headers),
-        unchanged.request("PATCH", unchanged.note, json={"newPath": "moved.md"}, headers=headers),
-        unchanged.request("DELETE", unchanged.note, headers=headers),
-        unchanged.request("DELETE", unchanged.folders, params={"path": "dir"}, headers=headers),
+        project.create("new.md", headers=headers),
+        project.request("PUT", project.note, data=b"changed", headers=headers),
+        project.request("PATCH", project.note, json={"newPath": "moved.md"}, headers=headers),
+        project.request("DELETE", project.note, headers=headers),
+        project.request("DELETE", project.folders, params={"path": "dir"}, headers=headers),
     ]
     for response in attempts:
         assert_error(response, 400, "invalid_idempotency_key")
 
 
-def test_an_idempotency_key_on_a_read_is_ignored(unchanged: Project) -> None:
+def test_an_idempotency_key_on_a_read_is_ignored(project: Project) -> None:
     """§11.2: the header matters on writes only."""
-    response = unchanged.request("GET", unchanged.files, headers={"Idempotency-Key": ""})
+    response = project.request("GET", project.files, headers={"Idempotency-Key": ""})
     assert response.status_code == 200
     assert [file["path"] for file in response.json()["files"]] == ["a.md", "dir/b.md"]
 

@@ -118,3 +118,44 @@ def test_a_bad_port_is_a_usage_error(tmp_path: Path, port: str) -> None:
     )
     assert result.returncode == 2
     assert "port" in result.stderr
+
+
+def test_without_conditional_writes_if_match_is_ignored_and_not_announced(tmp_path: Path) -> None:
+    vault = VaultProcess("--data", str(tmp_path / "v"), "--port", "0", "--without-conditional-writes")
+    announced = vault.announced()
+    url, key = announced["TEAM_VAULT_URL"], announced["TEAM_VAULT_API_KEY"]
+    files = f"{url}/api/projects/{announced['TEAM_VAULT_PROJECT_ID']}/files"
+    created = requests.post(
+        files, headers={"X-API-Key": key}, files={"path": (None, "a.md"), "file": ("a.md", b"one")}, timeout=5
+    )
+    file_id = created.json()["file"]["id"]
+    put = requests.put(f"{files}/{file_id}", data=b"two", headers={"X-API-Key": key, "If-Match": '"0"'}, timeout=5)
+    code, _, err = vault.stop()
+    assert code == 0, err
+    assert put.status_code == 200
+    assert "X-TeamVault-Conditional-Writes" not in put.headers and "ETag" not in put.headers
+    assert "X-TeamVault-Conditional-Writes" not in created.headers
+
+
+def test_by_default_conditional_writes_are_on_and_announced(tmp_path: Path) -> None:
+    vault = VaultProcess("--data", str(tmp_path / "v"), "--port", "0")
+    announced = vault.announced()
+    me = requests.get(
+        f"{announced['TEAM_VAULT_URL']}/api/auth/me", headers={"X-API-Key": announced["TEAM_VAULT_API_KEY"]}, timeout=5
+    )
+    vault.stop()
+    assert me.headers["X-TeamVault-Conditional-Writes"] == "if-match"
+
+
+@pytest.mark.parametrize("count", ["0", "-3"])
+def test_a_max_connections_below_1_is_a_usage_error(tmp_path: Path, count: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "teamvault_mcp", "local-vault", "--data", str(tmp_path), "--max-connections", count],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "--max-connections" in result.stderr
+    assert result.stdout == ""

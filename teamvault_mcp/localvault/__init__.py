@@ -4,10 +4,14 @@ For people without a Team Vault server at hand, for agents working offline, and 
 our own end-to-end tests: ``teamvault-mcp local-vault`` serves it over HTTP, and
 ``teamvault-mcp --local DIR`` runs the MCP server on top of an embedded one.
 
-    store.py      the SQLite database and the content-addressed blobs; the API's rules
-    app.py        the HTTP routes, auth, the idempotency layer, fault injection
-    multipart.py  the multipart/form-data parser for POST /files
-    faults.py     scripted faults for tests (status codes, dropped connections, drips, hangs)
+    store.py          the SQLite database and the content-addressed blobs; the API's rules
+    app.py            the HTTP pipeline and routes: framing, auth, idempotency, fault injection
+    preconditions.py  If-Match, the extension for conditional writes
+    limits.py         connection cap, shedding, head deadlines: no client can lock the vault up
+    keys.py           API keys: the start key, added keys, revocation, the ``keys`` command
+    datadir.py        private modes and leftover temp files at start; the lock of a running vault
+    multipart.py      the multipart/form-data parser for POST /files
+    faults.py         scripted faults for tests (status codes, dropped connections, drips, hangs)
 """
 
 from __future__ import annotations
@@ -16,34 +20,90 @@ import contextlib
 import ipaddress
 import logging
 import os
+import sys
 import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from teamvault_mcp.localvault.app import VaultHandler, VaultState
+from teamvault_mcp.localvault.datadir import open_data_dir
 from teamvault_mcp.localvault.faults import Fault, FaultPlan
-from teamvault_mcp.localvault.store import Store, VaultError
+from teamvault_mcp.localvault.keys import KEY_FILE, use_start_key
+from teamvault_mcp.localvault.limits import (
+    DEFAULT_HEAD_TIMEOUT,
+    LISTEN_BACKLOG,
+    Connections,
+    Limits,
+    default_max_connections,
+)
+from teamvault_mcp.localvault.store import Store, VaultError, new_api_key
 
-__all__ = ["DEFAULT_PORT", "Fault", "FaultPlan", "LocalVault", "Store", "VaultError"]
+__all__ = ["DEFAULT_PORT", "Fault", "FaultPlan", "Limits", "LocalVault", "Store", "VaultError"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8787
 DEFAULT_EMAIL = "local@teamvault.invalid"
-KEY_FILE = "api-key"
+#: The answer to a connection that finds every slot busy with a request (limits.py); then it is closed.
+_BUSY_TEXT = b"every connection slot is busy with a request; try again\n"
+_ALL_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_TEXT), _BUSY_TEXT)
+)
 
 
 class _Server(ThreadingHTTPServer):
+    """A thread per connection, admitted (or shed, or refused) by :class:`Connections`."""
+
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, address: tuple[str, int], handler: type[VaultHandler], connections: Connections) -> None:
+        self.connections = connections
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.connections.admit(request):
+            with contextlib.suppress(OSError):
+                request.setblocking(False)
+                request.send(_ALL_BUSY)  # a fresh socket's send buffer is empty: this cannot block
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)  # starts the connection's thread
+        except BaseException:
+            self.connections.leave(request)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.connections.leave(request)  # before the close: a shed must not reach a reused descriptor
+            self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):  # the client went away, or was shed
+            log.debug("connection from %s ended: %s", client_address, error)
+        else:
+            log.exception("internal error on a connection from %s", client_address)
 
 
 class LocalVault:
     """A Team Vault–compatible HTTP server over ``data_dir``; its data survives restarts.
 
     On first start it creates a user, a project with the slug ``default`` and an API
-    key (kept in ``data_dir/api-key``, mode 0600, unless ``api_key`` is given).
+    key (kept in ``data_dir/api-key``, mode 0600). ``api_key`` replaces that key for as
+    long as this vault runs: the start key is the only one of its kind (keys.py).
+    ``conditional_writes`` turns the If-Match extension on (preconditions.py);
+    ``max_connections`` (default: from the open-file limit) and ``head_timeout`` bound
+    what clients can hold (limits.py).
     """
 
     def __init__(
@@ -55,18 +115,38 @@ class LocalVault:
         api_key: str | None = None,
         max_file_size: int | None = None,
         idempotency: bool = True,
+        conditional_writes: bool = True,
+        max_connections: int | None = None,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.store = Store(self.data_dir, max_file_size=max_file_size)
-        self.faults = FaultPlan()
-        self.state = VaultState(self.store, self.faults, idempotency=idempotency)
-        self.project_id, self.api_key = self._bootstrap(api_key)
-        handler = type("Handler", (VaultHandler,), {"state": self.state})
-        self._server = _Server((host, port), handler)
+        cap = default_max_connections() if max_connections is None else max_connections
+        self.limits = Limits(cap, head_timeout=head_timeout)
+        self._lock = open_data_dir(self.data_dir)
+        store: Store | None = None
+        try:
+            self.store = store = Store(self.data_dir, max_file_size=max_file_size)
+            self.faults = FaultPlan()
+            self.connections = Connections(self.limits)
+            self.state = VaultState(
+                self.store,
+                self.faults,
+                idempotency=idempotency,
+                conditional_writes=conditional_writes,
+                connections=self.connections,
+            )
+            self.project_id, self.api_key = self._bootstrap(api_key)
+            handler = type("Handler", (VaultHandler,), {"state": self.state})
+            self._server = _Server((host, port), handler, self.connections)
+        except BaseException:
+            if store is not None:
+                store.close()
+            self._lock.release()
+            raise
         self.host = host
         self.port = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
+        self._serving = False
 
     @property
     def url(self) -> str:
@@ -88,10 +168,9 @@ class LocalVault:
         owner = self.store.owner_of(project_id)
         key = api_key or self._stored_key()
         if key is None:
-            key = self.store.add_api_key(owner.id)
+            key = new_api_key()
             _write_private(self.data_dir / KEY_FILE, key)
-        else:
-            self.store.add_api_key(owner.id, key)
+        use_start_key(self.store, owner, key)
         return project_id, key
 
     def _stored_key(self) -> str | None:
@@ -102,6 +181,7 @@ class LocalVault:
 
     def start(self) -> LocalVault:
         """Serve in a background thread; returns at once."""
+        self._serving = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="local-vault", daemon=True
         )
@@ -109,15 +189,18 @@ class LocalVault:
         return self
 
     def serve_forever(self) -> None:
+        self._serving = True
         self._server.serve_forever()
 
     def stop(self) -> None:
         self.state.stopping.set()
-        self._server.shutdown()
+        if self._serving:
+            self._server.shutdown()  # waits for serve_forever to return: only if it ran
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.store.close()
+        self._lock.release()
 
     def __enter__(self) -> LocalVault:
         return self.start()

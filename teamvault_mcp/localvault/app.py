@@ -1,16 +1,24 @@
-"""The local vault's HTTP face: routes, auth, the idempotency layer and fault injection.
+"""The local vault's HTTP face: framing, routes, auth, conditional writes, the idempotency layer, faults.
 
-One :class:`VaultHandler` serves each connection (HTTP/1.1 keep-alive). A request
-goes: route (404/405) → body (413) → injected fault → auth (401) → project (404) →
-permission (403) → idempotency (replay, 409 in use, 422 mismatch) → the route's
-work in the :class:`~teamvault_mcp.localvault.store.Store` → the answer. The
-order of checks is the real server's (teamvault-api.md §1.2). Anything that escapes
-becomes a bare 500, as Next.js answers an uncaught exception.
+One :class:`VaultHandler` serves each connection (HTTP/1.1 keep-alive), within the
+deadlines of limits.py. A request goes: framing (400 for an ambiguous length, 411 for
+``Transfer-Encoding``, 413 over 50 MB; the connection is closed) → the key is looked up
+and only then is the body read (without a valid key it is never read, and the
+connection is closed after the answer) → route (404/405) → injected fault → auth (401)
+→ project (404) → permission (403) → idempotency (replay, 409 in use, 422 mismatch) →
+the route's work in the :class:`~teamvault_mcp.localvault.store.Store`, where
+``If-Match`` is checked in the write's own transaction (412) → the answer. The order of
+the answers is the real server's (teamvault-api.md §1.2), with the proxy's refusals
+first. Anything that escapes becomes a bare 500, as Next.js answers an uncaught exception.
+
+The module reads better whole: the handler's pipeline and its routes are one class.
 """
 
 from __future__ import annotations
 
+import email.errors
 import hashlib
+import io
 import json
 import logging
 import re
@@ -21,11 +29,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from teamvault_mcp.localvault.faults import Fault, FaultPlan
+from teamvault_mcp.localvault.limits import BUSY, HEAD, IDLE, Connections, DeadlineReader, Limits
 from teamvault_mcp.localvault.multipart import MultipartError, Part, parse_form
+from teamvault_mcp.localvault.preconditions import IfMatch, entity_tag, parse_if_match
 from teamvault_mcp.localvault.store import (
     CREATE_FIELDS,
     EDIT_ROLES,
@@ -42,6 +52,11 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 50 * 1024 * 1024
 IDEMPOTENCY_RETENTION = 24 * 3600.0
 OBSIDIAN_ORIGIN = "app://obsidian.md"
+#: On every answer under /api/ while conditional writes are on: If-Match on a write was checked atomically.
+CONDITIONAL_WRITES_HEADER = "X-TeamVault-Conditional-Writes"
+_DIGITS = re.compile(r"[0-9]+")  # not \d: that takes other scripts' digits too
+#: A line that is no header: the parser takes it, and every line after it, as the start of a body.
+_HEADER_LINE_DEFECTS = (email.errors.MissingHeaderBodySeparatorDefect, email.errors.FirstHeaderLineIsContinuationDefect)
 
 _ID = r"([^/]+)"
 #: (pattern, {method: route name}); a route name is a VaultHandler method ``route_<name>``.
@@ -74,7 +89,9 @@ class Answer:
 
     @classmethod
     def error(cls, error: VaultError) -> Answer:
-        return cls.json(error.status, {"error": {"code": error.code, "message": error.message}})
+        answer = cls.json(error.status, {"error": {"code": error.code, "message": error.message, **error.fields}})
+        answer.headers = error.headers
+        return answer
 
 
 class _Closed(Exception):
@@ -93,6 +110,9 @@ class VaultState:
     idempotency_retention: float = IDEMPOTENCY_RETENTION
     #: False emulates the public Team Vault server, which ignores Idempotency-Key (teamvault-api.md §11.1).
     idempotency: bool = True
+    #: False emulates it too in ignoring If-Match: no 412, no ETag, no X-TeamVault-Conditional-Writes.
+    conditional_writes: bool = True
+    connections: Connections = field(default_factory=lambda: Connections(Limits(max_connections=64)))
     in_flight: dict[Scope, str] = field(default_factory=dict)  # scope → fingerprint
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_purge: float = 0.0
@@ -113,10 +133,16 @@ class Request:
     fault: Fault | None = None
     #: Where a successful write's answer is remembered, in the write's own transaction.
     remember: tuple[Scope, str] | None = None
+    #: The If-Match fields as sent, joined; None without them or while conditional writes are off.
+    if_match: str | None = None
 
     def arg(self, name: str) -> str | None:
         values = self.query.get(name)
         return values[0] if values else None
+
+    @property
+    def precondition(self) -> IfMatch | None:
+        return None if self.if_match is None else parse_if_match([self.if_match])
 
     @property
     def project_id(self) -> str:
@@ -126,12 +152,55 @@ class Request:
 class VaultHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
-    timeout = 120  # an idle keep-alive connection is closed after this
     server_version = "teamvault-local"
     state: VaultState  # set on the class made for each server
+    reader: DeadlineReader
+    rfile: io.BufferedReader  # ours (setup), so that peek is there
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
+
+    def setup(self) -> None:
+        super().setup()
+        limits = self.state.connections.limits
+        self.rfile.close()  # replaced by a reader that keeps the deadlines of limits.py
+        self.reader = DeadlineReader(self.connection)
+        self.reader.until(time.monotonic() + limits.head_timeout)  # the first head, from the accept
+        self.rfile = io.BufferedReader(self.reader)
+        self._answered = 0
+        self._expects_continue = False
+
+    def handle_one_request(self) -> None:
+        self._expects_continue = False
+        if self._answered and not self._await_next_request():
+            self.close_connection = True
+            return
+        super().handle_one_request()  # parses the head, then calls do_<METHOD>; a TimeoutError closes
+        self._answered += 1
+        if self.reader.expired:
+            self.state.connections.note("head_deadline")
+
+    def _await_next_request(self) -> bool:
+        """Idle until the next request's first byte (``idle_timeout``); then its head gets a deadline of its own."""
+        connections = self.state.connections
+        connections.enter(self.connection, IDLE)
+        self.reader.each_receive(connections.limits.idle_timeout)  # one receive: the first byte
+        try:
+            more = self.rfile.peek(1)
+        except TimeoutError:
+            connections.note("idle_timeout")
+            return False
+        except OSError:
+            return False
+        if not more:
+            return False
+        connections.enter(self.connection, HEAD)
+        self.reader.until(time.monotonic() + connections.limits.head_timeout)
+        return True
+
+    def handle_expect_100(self) -> bool:
+        self._expects_continue = True  # "100 Continue" only once the key is checked (_read_body)
+        return True
 
     def do_GET(self) -> None:
         self._serve()
@@ -142,13 +211,18 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         started = time.perf_counter()
+        if self.reader.ended:  # the stream ended inside the head: a truncated request is no request
+            self.close_connection = True
+            return
+        self.state.connections.enter(self.connection, BUSY)
+        self.reader.each_receive(self.state.connections.limits.io_timeout)
         try:
             answer = self._answer()
         except _Closed:
             self.close_connection = True
             return
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client went away, say after its own time limit
+        except (ConnectionError, TimeoutError):  # the client went away, or stopped sending its body
+            self.close_connection = True
             return
         except Exception:
             log.exception("internal error on %s %s", self.command, self.path)
@@ -156,25 +230,25 @@ class VaultHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         try:
             self._send(answer, started)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:
             self.close_connection = True
 
     def _answer(self) -> Answer:
+        length = self._body_length()
         url = urlsplit(self.path)
         path = url.path
+        user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))
+        body = self._read_body(length) if user is not None else self._leave_body(length)
         route = _route(path)
         if route is None:
-            self._discard_body()
             return Answer.error(VaultError(404, "not_found", f"Нет такого маршрута: {path}"))
         params, methods = route
         name = methods.get(self.command)
         if name is None:
-            self._discard_body()
             allowed = ", ".join(sorted(methods))
             answer = Answer.error(VaultError(405, "method_not_allowed", f"Метод {self.command} не поддерживается"))
             answer.headers = (("Allow", allowed),)
             return answer
-        body = self._read_body()
         fault = self.state.faults.take(self.command, path)
         if fault is not None and not fault.applies:
             return self._fault_instead(fault)
@@ -182,9 +256,9 @@ class VaultHandler(BaseHTTPRequestHandler):
             fault.action()  # e.g. a colleague's write that lands just before this request
         if name == "preflight":
             return Answer(204, b"", None, _cors())
-        user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))
         if user is None:
             return Answer.error(VaultError(401, "unauthorized", "Требуется авторизация"))
+        if_match = self.headers.get_all("If-Match") if self.state.conditional_writes else None
         request = Request(
             self.command,
             path,
@@ -195,6 +269,7 @@ class VaultHandler(BaseHTTPRequestHandler):
             user,
             self.headers.get("Idempotency-Key") if self.command in WRITE_METHODS else None,
             fault,
+            if_match=None if if_match is None else ", ".join(if_match),
         )
         handle: Callable[[Request], Answer] = getattr(self, f"route_{name}")
         try:
@@ -248,10 +323,10 @@ class VaultHandler(BaseHTTPRequestHandler):
                 return _key_mismatch()
             return Answer.error(VaultError(409, "idempotency_key_in_use", "Запрос с этим ключом ещё выполняется"))
         if remembered is not None:
-            if remembered[0] != fingerprint:
+            if remembered.fingerprint != fingerprint:
                 return _key_mismatch()
-            status, content_type, body = remembered[1:]
-            return Answer(status, body, content_type, (("Idempotent-Replayed", "true"),))
+            headers = (("Idempotent-Replayed", "true"), *remembered.headers)
+            return Answer(remembered.status, remembered.body, remembered.content_type, headers)
         try:
             self._purge_old_answers()
             request.remember = (scope, fingerprint)
@@ -259,7 +334,7 @@ class VaultHandler(BaseHTTPRequestHandler):
             if 400 <= answer.status < 500:  # a definite refusal is an answer too; nothing was applied
                 with state.store.write() as db:
                     state.store.remember_answer(
-                        db, *scope, fingerprint, answer.status, answer.content_type, answer.body
+                        db, *scope, fingerprint, answer.status, answer.content_type, answer.body, answer.headers
                     )
             return answer
         finally:
@@ -273,7 +348,7 @@ class VaultHandler(BaseHTTPRequestHandler):
             if request.remember is not None and answer.status < 300:
                 scope, fingerprint = request.remember
                 self.state.store.remember_answer(
-                    db, *scope, fingerprint, answer.status, answer.content_type, answer.body
+                    db, *scope, fingerprint, answer.status, answer.content_type, answer.body, answer.headers
                 )
         return answer
 
@@ -305,7 +380,11 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     def route_download(self, request: Request) -> Answer:
         file, content = self.state.store.content(request.project_id, request.params[1])
-        return Answer(200, content, file.mime_type or "application/octet-stream", _cors())
+        mime_type = file.mime_type or "application/octet-stream"
+        return Answer(200, content, mime_type, _cors() + self._etag(file.content_hash))
+
+    def _etag(self, content_hash: str) -> tuple[tuple[str, str], ...]:
+        return (("ETag", entity_tag(content_hash)),) if self.state.conditional_writes else ()
 
     def route_create_file(self, request: Request) -> Answer:
         if not request.content_type.lower().startswith("multipart/form-data"):
@@ -329,8 +408,10 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     def route_replace(self, request: Request) -> Answer:
         def replace(change: Change) -> Answer:
-            replaced = self.state.store.replace(change, request.params[1], request.body)
-            return Answer.json(200, {"file": replaced.as_json(*REPLACE_FIELDS)})
+            replaced = self.state.store.replace(change, request.params[1], request.body, request.precondition)
+            answer = Answer.json(200, {"file": replaced.as_json(*REPLACE_FIELDS)})
+            answer.headers = self._etag(replaced.content_hash)
+            return answer
 
         return self.change(request, replace)
 
@@ -340,14 +421,14 @@ class VaultHandler(BaseHTTPRequestHandler):
             raise VaultError(400, "invalid_body", "newPath: ожидается непустая строка")
 
         def move(change: Change) -> Answer:
-            moved = self.state.store.move(change, request.params[1], new_path)
+            moved = self.state.store.move(change, request.params[1], new_path, request.precondition)
             return Answer.json(200, {"file": {"id": moved.id, "path": moved.path}})
 
         return self.change(request, move)
 
     def route_delete(self, request: Request) -> Answer:
         def delete(change: Change) -> Answer:
-            self.state.store.delete(change, request.params[1])
+            self.state.store.delete(change, request.params[1], request.precondition)
             return Answer.json(200, {"success": True})
 
         return self.change(request, delete)
@@ -376,33 +457,58 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     # -- the wire ------------------------------------------------------------------------------------
 
-    def _read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() not in ("", "identity"):
-            self._refuse(411, b"Length Required")
-        raw = self.headers.get("Content-Length", "0") or "0"
-        try:
-            length = int(raw)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self._refuse(400, b"Bad Content-Length")
-        if length > MAX_BODY_BYTES:
+    def _body_length(self) -> int:
+        """The body's length under strict framing; anything two parsers could read two ways is refused.
+
+        A duplicate or malformed Content-Length (``+5``, ``1_0``, ``5,5``, hex), any
+        Transfer-Encoding, and a header line that is no header (``Name : value``, an
+        obsolete line folding) are refused and the connection closed: a proxy in front
+        could otherwise see a different request boundary, and the rest of the stream
+        would be read as a hidden second request.
+        """
+        headers = self.headers
+        if any(isinstance(defect, _HEADER_LINE_DEFECTS) for defect in headers.defects):
+            self._refuse(400, b"Bad Request: a malformed header line")
+        if any("\r" in value or "\n" in value for value in headers.values()):
+            self._refuse(400, b"Bad Request: a folded header line")
+        lengths = headers.get_all("Content-Length") or []
+        if headers.get_all("Transfer-Encoding") is not None:
+            if lengths:  # the classic smuggling pair: which of the two frames the body?
+                self._refuse(400, b"Bad Request: both Transfer-Encoding and Content-Length")
+            self._refuse(411, b"Length Required: Transfer-Encoding is not supported, send Content-Length")
+        if len(lengths) > 1:
+            self._refuse(400, b"Bad Request: more than one Content-Length")
+        if not lengths:
+            return 0
+        raw = lengths[0].rstrip(" \t")
+        if not _DIGITS.fullmatch(raw):
+            self._refuse(400, b"Bad Request: Content-Length is not a decimal number")
+        if len(raw) > 18 or int(raw) > MAX_BODY_BYTES:
             self._refuse(413, b"Request Entity Too Large")
-        return self.rfile.read(length) if length else b""
+        return int(raw)
 
-    def _discard_body(self) -> None:
-        try:
-            length = int(self.headers.get("Content-Length", "0") or "0")
-        except ValueError:
-            length = -1
-        if 0 < length <= MAX_BODY_BYTES:
-            self.rfile.read(length)
-        elif length != 0:
+    def _read_body(self, length: int) -> bytes:
+        """The body, read only once the key has been checked; a body cut short is no request (close)."""
+        if not length:
+            return b""
+        if self._expects_continue:
+            self.send_response_only(100)
+            self.end_headers()
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise _Closed()
+        return body
+
+    def _leave_body(self, length: int) -> bytes:
+        """No valid key: the body is not read; the connection is closed after the answer."""
+        if length:
             self.close_connection = True
+        return b""
 
-    def _refuse(self, status: int, text: bytes) -> None:
+    def _refuse(self, status: int, text: bytes) -> NoReturn:
         """Answer as the proxy in front of the server would (plain text), and drop the connection."""
-        self._send(Answer(status, text, "text/plain; charset=utf-8", (("Connection", "close"),)), time.perf_counter())
+        self.close_connection = True
+        self._send(Answer(status, text, "text/plain; charset=utf-8"), time.perf_counter())
         raise _Closed()
 
     def _send(self, answer: Answer, started: float) -> None:
@@ -410,12 +516,19 @@ class VaultHandler(BaseHTTPRequestHandler):
         if answer.content_type is not None:
             self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(answer.body)))
-        for name, value in answer.headers:
+        for name, value in self._extension_headers() + answer.headers:
             self.send_header(name, value)
+        if self.close_connection and not any(name.lower() == "connection" for name, _ in answer.headers):
+            self.send_header("Connection", "close")
         self.send_header("Server-Timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(answer.body)
+
+    def _extension_headers(self) -> tuple[tuple[str, str], ...]:
+        if self.state.conditional_writes and self.path.startswith("/api/"):
+            return ((CONDITIONAL_WRITES_HEADER, "if-match"),)
+        return ()
 
     def _fault_instead(self, fault: Fault) -> Answer:
         """A fault that replaces the request's processing: nothing is applied."""
@@ -445,6 +558,8 @@ class VaultHandler(BaseHTTPRequestHandler):
         if answer.content_type is not None:
             self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(answer.body)))
+        for name, value in self._extension_headers() + answer.headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.flush()
         try:
@@ -469,6 +584,8 @@ def _fingerprint(request: Request) -> str:
     """Method, route, query and a digest of the body; for multipart the fields, not the boundary."""
     digest = hashlib.sha256()
     digest.update(f"{request.method} {request.path}?{sorted(request.query.items())}\n".encode())
+    if request.if_match is not None:  # the same key with another precondition is another request
+        digest.update(f"If-Match: {request.if_match}\n".encode("utf-8", errors="surrogateescape"))
     form = None
     if request.content_type.lower().startswith("multipart/"):
         try:

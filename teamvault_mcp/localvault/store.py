@@ -8,12 +8,18 @@ never half of one, and a blob can be written twice without harm.
 
 Domain failures are :class:`VaultError` with the status, code and message the real
 server answers with (teamvault-api.md); the HTTP layer only serialises them.
+
+The module holds the whole data model (tables, rows, every rule of the API on them) in one
+place on purpose: the rules refer to each other (a folder move is file moves, a create
+checks blockers), and splitting them would scatter one transaction's logic over files.
+API keys beyond the lookup live in ``keys.py``, the data directory's modes in ``datadir.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import mimetypes
 import os
 import queue
@@ -30,13 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from teamvault_mcp.errors import InvalidPathError
+from teamvault_mcp.localvault.preconditions import IfMatch, entity_tag
 from teamvault_mcp.paths import stored_path_of
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
     id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, name TEXT, created_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS api_keys (
-    key_hash TEXT PRIMARY KEY, prefix TEXT NOT NULL, user_id TEXT NOT NULL, created_at TEXT NOT NULL);
+    key_hash TEXT PRIMARY KEY, prefix TEXT NOT NULL, user_id TEXT NOT NULL, created_at TEXT NOT NULL,
+    label TEXT, kind TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS projects (
     id TEXT PRIMARY KEY, slug TEXT NOT NULL UNIQUE, name TEXT NOT NULL, description TEXT,
     icon_emoji TEXT, owner_id TEXT NOT NULL, created_at TEXT NOT NULL);
@@ -58,23 +67,47 @@ CREATE TABLE IF NOT EXISTS operations (
 CREATE TABLE IF NOT EXISTS idempotency (
     user_id TEXT NOT NULL, method TEXT NOT NULL, route TEXT NOT NULL, key TEXT NOT NULL,
     fingerprint TEXT NOT NULL, status INTEGER NOT NULL, content_type TEXT, body BLOB NOT NULL,
-    created_at REAL NOT NULL, PRIMARY KEY (user_id, method, route, key));
+    created_at REAL NOT NULL, headers TEXT, PRIMARY KEY (user_id, method, route, key));
 CREATE INDEX IF NOT EXISTS idempotency_age ON idempotency (created_at);
 """
 
+#: Columns added since the first release: (table, column, definition). A key from before ``kind``
+#: existed was a start key (the generated one or an ``--api-key``), so it is retired at the next start.
+MIGRATIONS = (
+    ("api_keys", "label", "TEXT"),
+    ("api_keys", "kind", "TEXT NOT NULL DEFAULT 'start'"),
+    ("idempotency", "headers", "TEXT"),
+)
+DATABASE_FILE = "vault.sqlite3"
+#: At most this many SQLite connections (two descriptors each); a request waits for a free one.
+DATABASE_POOL = 16
+POOL_WAIT = 30.0
+
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".yml", ".yaml", ".csv")
+#: Temp files of blobs being written; any left at start are from a crash (datadir.py removes them).
+INCOMING_PREFIX = ".incoming-"
 EDIT_ROLES = frozenset({"OWNER", "ADMIN", "EDITOR"})
 FILE_FIELDS = "id, path, file_type, content_hash, size, mime_type, deleted_at, created_at, updated_at, last_modified_by"
 
 
 class VaultError(Exception):
-    """A failure with the real server's status, error code and message."""
+    """A failure with the real server's status, error code and message (and, for 412, the current hash)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        fields: dict[str, Any] | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.fields = fields or {}  # more members of the error object, after code and message
+        self.headers = headers
 
 
 def not_found(message: str = "Файл не найден", code: str = "not_found") -> VaultError:
@@ -96,6 +129,17 @@ class Change:
     project_id: str
     user: User
     key: str | None = None
+
+
+@dataclass(frozen=True)
+class RememberedAnswer:
+    """A keyed write's answer as stored for replay (teamvault-api.md §11.2), with its ``ETag``."""
+
+    fingerprint: str
+    status: int
+    content_type: str | None
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -146,6 +190,21 @@ def sha256_hex(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
+def new_api_key() -> str:
+    """A key of the real server's form, ``osync_`` and 64 hex digits (256 random bits)."""
+    return "osync_" + secrets.token_hex(32)
+
+
+def key_hash(key: str) -> str:
+    """What is stored of a key: its SHA-256 (unsalted; see keys.py for why that is enough)."""
+    return sha256_hex(key.encode("utf-8", errors="surrogateescape"))
+
+
+def key_prefix(key: str) -> str:
+    """The part of a key kept in the clear to tell keys apart: 12 characters, at most half of a short key."""
+    return key[: min(12, len(key) // 2)]
+
+
 def mime_type_for(path: str, declared: str | None) -> str:
     """The part's own type if it has one, else by extension, else ``application/octet-stream`` (§6)."""
     if declared:
@@ -178,31 +237,67 @@ class Store:
         self.data_dir = data_dir
         self.blob_dir = data_dir / "blobs"
         self.max_file_size = max_file_size
-        self.blob_dir.mkdir(parents=True, exist_ok=True)
-        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self.blob_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # SQLite gives its -wal and -shm files the database file's mode: create it private.
+        os.close(os.open(data_dir / DATABASE_FILE, os.O_RDWR | os.O_CREAT, 0o600))
+        self._idle: queue.Queue[sqlite3.Connection] = queue.Queue()
         self._all: list[sqlite3.Connection] = []
+        self._opening = 0  # connections being opened, counted against DATABASE_POOL
         self._all_lock = threading.Lock()
         with self.read() as db:
             db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns a database made by an earlier version lacks (once, even with two vaults starting)."""
+        with self.write() as db:
+            for table, column, definition in MIGRATIONS:
+                columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                if column not in columns:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     # -- connections and transactions ------------------------------------------------------------
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        """A connection from the pool; returned to it afterwards (the server makes a thread per client)."""
-        try:
-            db = self._idle.get_nowait()
-        except queue.Empty:
-            db = sqlite3.connect(self.data_dir / "vault.sqlite3", isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a committed note survives a power cut
-            db.execute("PRAGMA busy_timeout=10000")
-            with self._all_lock:
-                self._all.append(db)
+        """A connection from the pool; returned to it afterwards (the server makes a thread per client).
+
+        The pool is bounded (DATABASE_POOL), so that many clients cannot use up the
+        process's file descriptors through it; a request waits for a free connection.
+        """
+        db = self._take_connection()
         try:
             yield db
         finally:
             self._idle.put(db)
+
+    def _take_connection(self) -> sqlite3.Connection:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._all_lock:
+            may_open = len(self._all) + self._opening < DATABASE_POOL
+            if may_open:
+                self._opening += 1
+        if not may_open:
+            try:
+                return self._idle.get(timeout=POOL_WAIT)
+            except queue.Empty:
+                raise sqlite3.OperationalError(f"no free database connection within {POOL_WAIT:.0f} s") from None
+        try:
+            db = sqlite3.connect(self.data_dir / DATABASE_FILE, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")  # a committed note survives a power cut
+            db.execute("PRAGMA busy_timeout=10000")
+        except BaseException:
+            with self._all_lock:
+                self._opening -= 1
+            raise
+        with self._all_lock:
+            self._opening -= 1
+            self._all.append(db)
+        return db
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -244,8 +339,8 @@ class Store:
         target = self.blob_path(content_hash)
         if target.exists():
             return content_hash
-        target.parent.mkdir(exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=target.parent, prefix=".incoming-")
+        target.parent.mkdir(exist_ok=True, mode=0o700)
+        handle, temp = tempfile.mkstemp(dir=target.parent, prefix=INCOMING_PREFIX)
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(content)
@@ -268,10 +363,11 @@ class Store:
     # -- users, keys, projects -------------------------------------------------------------------
 
     def user_for_key(self, key: str) -> User | None:
+        """The user of a valid key; looked up on every request, so a revoked key is refused at once."""
         with self.read() as db:
             row = db.execute(
                 "SELECT u.id, u.email, u.name FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?",
-                (sha256_hex(key.encode()),),
+                (key_hash(key),),
             ).fetchone()
         return User(*row) if row else None
 
@@ -281,12 +377,14 @@ class Store:
             db.execute("INSERT INTO users VALUES (?, ?, ?, ?)", (user.id, email, name, now_iso()))
         return user
 
-    def add_api_key(self, user_id: str, key: str | None = None) -> str:
-        key = key or "osync_" + secrets.token_hex(32)
+    def add_api_key(self, user_id: str, key: str | None = None, *, label: str | None = None) -> str:
+        """A key for ``user_id`` that stays valid until it is revoked (``keys add``); a new one unless given."""
+        key = key or new_api_key()
         with self.write() as db:
             db.execute(
-                "INSERT OR IGNORE INTO api_keys VALUES (?, ?, ?, ?)",
-                (sha256_hex(key.encode()), key[:12], user_id, now_iso()),
+                "INSERT OR IGNORE INTO api_keys (key_hash, prefix, user_id, created_at, label, kind) "
+                "VALUES (?, ?, ?, ?, ?, 'added')",
+                (key_hash(key), key_prefix(key), user_id, now_iso(), label),
             )
         return key
 
@@ -476,9 +574,10 @@ class Store:
         _record_version(db, file_id, content_hash, len(content), change.user.id, stamp)
         return self._log(change, file_id, "CREATE", path, None, content_hash, stamp)
 
-    def replace(self, change: Change, file_id: str, content: bytes) -> FileRow:
+    def replace(self, change: Change, file_id: str, content: bytes, expected: IfMatch | None = None) -> FileRow:
         """``PUT /files/:id``: new bytes; the type and mime type stay as created."""
         file = self.live_file(change.db, change.project_id, file_id)
+        check_precondition(file, expected)
         self.check_size(content)
         content_hash = self.put_blob(content)
         stamp = now_iso()
@@ -489,11 +588,12 @@ class Store:
         _record_version(change.db, file_id, content_hash, len(content), change.user.id, stamp)
         return self._log(change, file_id, "UPDATE", file.path, None, content_hash, stamp)
 
-    def move(self, change: Change, file_id: str, raw_new_path: str) -> FileRow:
+    def move(self, change: Change, file_id: str, raw_new_path: str, expected: IfMatch | None = None) -> FileRow:
         """``PATCH /files/:id``: a new path; the id and the history stay."""
         db, project_id = change.db, change.project_id
         new_path = gate(raw_new_path, incoming=True)
         file = self.live_file(db, project_id, file_id)
+        check_precondition(file, expected)
         if new_path == file.path:
             return file
         if db.execute("SELECT 1 FROM files WHERE project_id = ? AND path = ?", (project_id, new_path)).fetchone():
@@ -503,9 +603,10 @@ class Store:
         db.execute("UPDATE files SET path = ?, updated_at = ? WHERE id = ?", (new_path, stamp, file_id))
         return self._log(change, file_id, "MOVE", file.path, new_path, None, stamp)
 
-    def delete(self, change: Change, file_id: str) -> None:
+    def delete(self, change: Change, file_id: str, expected: IfMatch | None = None) -> None:
         """``DELETE /files/:id``: a tombstone; deleting a tombstone again changes nothing."""
         file = self.any_file(change.db, change.project_id, file_id)
+        check_precondition(file, expected)
         if file.deleted_at is not None:
             return
         stamp = now_iso()
@@ -589,14 +690,17 @@ class Store:
 
     def remembered_answer(
         self, user_id: str, method: str, route: str, key: str, *, retention: float
-    ) -> tuple[str, int, str | None, bytes] | None:
+    ) -> RememberedAnswer | None:
         with self.read() as db:
             row = db.execute(
-                "SELECT fingerprint, status, content_type, body FROM idempotency "
+                "SELECT fingerprint, status, content_type, body, headers FROM idempotency "
                 "WHERE user_id = ? AND method = ? AND route = ? AND key = ? AND created_at >= ?",
                 (user_id, method, route, key, time.time() - retention),
             ).fetchone()
-        return (row[0], row[1], row[2], bytes(row[3])) if row else None
+        if row is None:
+            return None
+        headers = tuple((str(name), str(value)) for name, value in json.loads(row[4] or "[]"))
+        return RememberedAnswer(row[0], row[1], row[2], bytes(row[3]), headers)
 
     def remember_answer(
         self,
@@ -609,15 +713,38 @@ class Store:
         status: int,
         content_type: str | None,
         body: bytes,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         db.execute(
-            "INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (user_id, method, route, key, fingerprint, status, content_type, body, time.time()),
+            "INSERT OR REPLACE INTO idempotency "
+            "(user_id, method, route, key, fingerprint, status, content_type, body, created_at, headers) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (user_id, method, route, key, fingerprint, status, content_type, body, time.time(), json.dumps(headers)),
         )
 
     def forget_answers_older_than(self, seconds: float) -> None:
         with self.write() as db:
             db.execute("DELETE FROM idempotency WHERE created_at < ?", (time.time() - seconds,))
+
+
+def check_precondition(file: FileRow, expected: IfMatch | None) -> None:
+    """412 ``precondition_failed`` unless ``file`` passes ``If-Match``; run inside the write's transaction."""
+    if expected is None:
+        return
+    current = None if file.deleted_at is not None else file.content_hash
+    if expected.matches(current):
+        return
+    if current is None:
+        raise VaultError(
+            412, "precondition_failed", "Файл удалён: условие If-Match не выполнено", fields={"currentHash": None}
+        )
+    raise VaultError(
+        412,
+        "precondition_failed",
+        "Содержимое файла изменилось: If-Match не совпадает с текущим хешем",
+        fields={"currentHash": current},
+        headers=(("ETag", entity_tag(current)),),
+    )
 
 
 def _project_json(row: tuple[Any, ...]) -> dict[str, Any]:
