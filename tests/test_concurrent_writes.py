@@ -1,8 +1,10 @@
 """No lost updates: a colleague's write that lands between our read and our write is never silently replaced.
 
-The local vault here cannot check ``If-Match`` (like today's Team Vault server), so the
-client finds out from the version history right after its PUT. A scripted fault runs
-the colleague's write at the exact moment: after our read, just before our PUT.
+Every test runs against both kinds of server: the local vault with its conditional
+writes (``If-Match`` refused atomically, 412) and with them off, like today's Team
+Vault server, where the client finds out from the version history right after its
+PUT. A scripted fault runs the colleague's write at the exact moment: after our read,
+just before our PUT.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ FILE = "/api/projects/*/files/*"
 THEIRS = NOTE.replace("- [ ] send the report", "- [x] send the report")
 
 
-@pytest.fixture
-async def session(tmp_path: Path) -> AsyncIterator[Session]:
-    async for running in open_session(tmp_path):
+@pytest.fixture(params=[True, False], ids=["conditional", "history"])
+async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
+    async for running in open_session(tmp_path, conditional_writes=request.param):
         yield running
+
+
+def conditional(session: Session) -> bool:
+    return session.vault.state.conditional_writes
 
 
 def colleague_writes_before_our_put(session: Session, path: str, content: str) -> None:
@@ -54,12 +60,11 @@ async def test_an_edit_is_made_again_on_top_of_a_colleagues_write_that_slipped_i
     assert "by Colleague" in text
     added = [line for line in result["diff"].splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert added == ["+- [x] call Kuzma"]  # the diff shows our change, on top of theirs
-    # Nothing of anyone's is lost: base, theirs, ours on the base (replaced at once), ours on theirs.
-    assert history(session, "tasks.md")[-3:] == [
-        THEIRS.encode(),
-        NOTE.replace("[ ] call", "[x] call").encode(),
-        both.encode(),
-    ]
+    if conditional(session):  # our first PUT was refused: base, theirs, ours on theirs
+        assert history(session, "tasks.md")[-2:] == [THEIRS.encode(), both.encode()]
+    else:  # nothing of anyone's is lost: base, theirs, ours on the base (replaced at once), ours on theirs
+        ours_on_base = NOTE.replace("[ ] call", "[x] call").encode()
+        assert history(session, "tasks.md")[-3:] == [THEIRS.encode(), ours_on_base, both.encode()]
 
 
 async def test_front_matter_updates_are_made_again_on_a_colleagues_write(session: Session) -> None:
@@ -77,12 +82,16 @@ async def test_an_edit_that_no_longer_applies_puts_their_text_back_and_fails(ses
     edit = {"oldText": "call Kuzma", "newText": "call Minin"}
     text, is_error, _ = await session.call("edit_note", path="tasks.md", edits=[edit])
     assert is_error
-    assert text.startswith("Conflict: tasks.md was changed by version")
-    assert "Their text is the current version again" in text
-    assert "-- [ ] call Pozharsky" in text and "+- [ ] call Minin" in text  # the diff between theirs and ours
     assert UNCERTAIN_WRITE_HINT not in text
     assert session.content("tasks.md") == theirs.encode()
-    assert NOTE.replace("Kuzma", "Minin").encode() in history(session, "tasks.md")  # ours stays in the history
+    if conditional(session):  # refused before anything of ours was written
+        assert text.startswith("Conflict: tasks.md was changed by someone else while this call was writing"), text
+        assert "Nothing was written" in text
+    else:
+        assert text.startswith("Conflict: tasks.md was changed by version")
+        assert "Their text is the current version again" in text
+        assert "-- [ ] call Pozharsky" in text and "+- [ ] call Minin" in text  # the diff between theirs and ours
+        assert NOTE.replace("Kuzma", "Minin").encode() in history(session, "tasks.md")  # ours stays in the history
 
 
 async def test_with_expected_hash_a_slipped_in_write_is_a_conflict_and_theirs_stays(session: Session) -> None:
@@ -92,9 +101,12 @@ async def test_with_expected_hash_a_slipped_in_write_is_a_conflict_and_theirs_st
     text, is_error, _ = await session.call("edit_note", path="tasks.md", edits=[edit], expectedHash=digest(NOTE))
     assert is_error
     assert f"you expected contentHash {digest(NOTE)}" in text
-    assert "Their text is the current version again" in text and "your text stays in the history" in text
     assert session.content("tasks.md") == THEIRS.encode()
-    assert NOTE.replace("[ ] call", "[x] call").encode() in history(session, "tasks.md")
+    if conditional(session):
+        assert "Nothing was written" in text and "+- [x] send the report" in text  # what changed since
+    else:
+        assert "Their text is the current version again" in text and "your text stays in the history" in text
+        assert NOTE.replace("[ ] call", "[x] call").encode() in history(session, "tasks.md")
 
 
 @pytest.mark.parametrize("tool", ["write_note", "restore_note_version"])
@@ -106,7 +118,7 @@ async def test_with_expected_hash_a_whole_note_write_that_replaced_a_colleague_i
     colleague_writes_before_our_put(session, "a.md", "theirs\n")
     arguments = {"content": "mine\n"} if tool == "write_note" else {"version": 1}
     text, is_error, _ = await session.call(tool, path="a.md", expectedHash=digest("two\n"), **arguments)
-    assert is_error and text.startswith("Conflict: a.md was changed by version"), text
+    assert is_error and text.startswith("Conflict: a.md"), text
     assert session.content("a.md") == b"theirs\n"
 
 
@@ -125,7 +137,9 @@ async def test_a_delete_with_expected_hash_over_a_colleagues_write_is_undone(ses
     await session.ok("write_note", path="a.md", content="one\n")
     session.vault.faults.add("DELETE", FILE, Fault.first(lambda: session.colleague_writes("a.md", b"theirs\n")))
     text, is_error, _ = await session.call("delete_note", path="a.md", expectedHash=digest("one\n"))
-    assert is_error and "the delete was undone: their text is back at a.md" in text, text
+    assert is_error and text.startswith("Conflict: a.md"), text
+    if not conditional(session):
+        assert "the delete was undone: their text is back at a.md" in text, text
     assert session.content("a.md") == b"theirs\n"
 
 
@@ -133,14 +147,31 @@ async def test_a_move_with_expected_hash_over_a_colleagues_write_is_undone(sessi
     await session.ok("write_note", path="a.md", content="one\n")
     session.vault.faults.add("PATCH", FILE, Fault.first(lambda: session.colleague_writes("a.md", b"theirs\n")))
     text, is_error, _ = await session.call("move_note", path="a.md", newPath="b.md", expectedHash=digest("one\n"))
-    assert is_error and "the move was undone: the note is back at a.md" in text, text
+    assert is_error and text.startswith("Conflict: a.md"), text
+    if not conditional(session):
+        assert "the move was undone: the note is back at a.md" in text, text
     assert session.content("a.md") == b"theirs\n"
 
 
-async def test_without_a_colleague_a_write_costs_one_more_request_than_before(session: Session) -> None:
-    """The check is one listing of the versions; nothing else is fetched when nobody wrote meanwhile."""
+async def test_without_a_colleague_the_check_costs_one_request_and_none_where_the_server_checks(
+    session: Session,
+) -> None:
+    """The check is one listing of the versions (none with conditional writes) when nobody wrote meanwhile."""
     await session.ok("write_note", path="tasks.md", content=NOTE)
     before = len(session.vault.faults.seen)
     await session.ok("edit_note", path="tasks.md", edits=[{"oldText": "Kuzma", "newText": "Minin"}])
     methods = [method for method, _ in session.vault.faults.seen[before:]]
-    assert methods == ["GET", "GET", "PUT", "GET"]  # resolve, download, write, then the versions
+    check = [] if conditional(session) else ["GET"]  # the versions
+    assert methods == ["GET", "GET", "PUT", *check]  # resolve, download, write
+
+
+async def test_a_retried_write_refused_by_its_own_first_attempt_is_a_success(tmp_path: Path) -> None:
+    """Without idempotency, an applied first attempt whose answer was lost makes the retry's If-Match fail:
+    the 412 names our own bytes as current, so the write succeeded (settled, verified), it is no conflict."""
+    async for session in open_session(tmp_path, conditional_writes=True, idempotency=False):
+        await session.ok("write_note", path="a.md", content="one\n")
+        session.vault.faults.add("PUT", FILE, Fault.apply_then_close())
+        text, is_error, result = await session.call("write_note", path="a.md", content="two\n")
+        assert not is_error, text
+        assert result["verified"] is True
+        assert session.content("a.md") == b"two\n"

@@ -1,9 +1,9 @@
 """Races between real MCP server processes on one vault: nothing acknowledged is ever lost.
 
-Sixteen ``teamvault-mcp`` child processes share a local vault that cannot check
-``If-Match`` (as today's Team Vault server cannot), and are sent their calls at the
-same moment over stdio, as sixteen agents would. These are the issue's goals, checked
-by counting, never by timing.
+Sixteen ``teamvault-mcp`` child processes share a local vault and are sent their calls
+at the same moment over stdio, as sixteen agents would: once with the vault's
+conditional writes off (it then cannot check ``If-Match``, as today's Team Vault server
+cannot) and once with them on. Checked by counting, never by timing.
 """
 
 from __future__ import annotations
@@ -98,6 +98,14 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
         yield running
 
 
+@pytest.fixture(params=[False, True], ids=["history", "conditional"])
+def server_kind(vault: LocalVault, request: pytest.FixtureRequest) -> Iterator[None]:
+    """The vault without conditional writes (today's server), then with them."""
+    vault.state.conditional_writes = request.param
+    yield
+    vault.state.conditional_writes = True
+
+
 @pytest.fixture(scope="module")
 def agents(vault: LocalVault, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Agent]]:
     env = {
@@ -146,11 +154,20 @@ def content(vault: LocalVault, path: str) -> str:
     return vault.store.content(vault.project_id, files[0].id)[1].decode()
 
 
+def history_of(vault: LocalVault, path: str) -> list[str]:
+    store, project = vault.store, vault.project_id
+    file_id = store.list_files(project, path=path, prefix=None, include_deleted=False)[0].id
+    versions = sorted(store.versions(project, file_id), key=lambda v: v["versionNumber"])
+    return [store.version_content(project, file_id, v["id"]).decode() for v in versions]
+
+
 def text_of(result: dict[str, Any]) -> str:
     return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
-def test_sixteen_agents_appending_at_once_all_keep_their_line(vault: LocalVault, agents: list[Agent]) -> None:
+def test_sixteen_agents_appending_at_once_all_keep_their_line(
+    vault: LocalVault, agents: list[Agent], server_kind: None
+) -> None:
     put(vault, "log.md", "# Team log\n\n## Log\n\n## Done\n")
     calls = [
         ("edit_note", {"path": "log.md", "edits": [{"oldText": "## Log\n", "newText": f"## Log\n- entry {n}\n"}]})
@@ -163,7 +180,9 @@ def test_sixteen_agents_appending_at_once_all_keep_their_line(vault: LocalVault,
     assert sorted(line for line in lines if line.startswith("- entry")) == sorted(f"- entry {n}" for n in range(AGENTS))
 
 
-def test_two_agents_racing_with_one_expected_hash_never_both_win(vault: LocalVault, agents: list[Agent]) -> None:
+def test_two_agents_racing_with_one_expected_hash_never_both_win(
+    vault: LocalVault, agents: list[Agent], server_kind: None
+) -> None:
     """Forty rounds: each success is in the final note; a conflict's change is not; never two successes."""
     wins = 0
     for round_number in range(ROUNDS):
@@ -191,7 +210,7 @@ def test_two_agents_racing_with_one_expected_hash_never_both_win(vault: LocalVau
 
 
 def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyone_through(
-    vault: LocalVault, agents: list[Agent]
+    vault: LocalVault, agents: list[Agent], server_kind: None
 ) -> None:
     """Eight agents each read, edit with expectedHash, and on a conflict read again: all eight land.
 
@@ -221,9 +240,14 @@ def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyo
         for number, result in zip(list(pending), results, strict=True):
             if not result.get("isError"):
                 del pending[number]
-                assert f"- entry {number}" in content(vault, "recipe.md")  # a success is in the note at once
+                assert f"- entry {number}" in content(vault, "recipe.md"), (  # a success is in the note at once
+                    [text_of(r) for r in results],
+                    history_of(vault, "recipe.md"),
+                )
             else:
                 assert text_of(result).startswith("Conflict"), text_of(result)
     assert not pending, f"agents {sorted(pending)} never got their edit in"
     lines = content(vault, "recipe.md").splitlines()
     assert set(lines[1:]) == {f"- entry {n}" for n in range(RECIPE_AGENTS)}
+    if vault.state.conditional_writes:
+        assert len(lines[1:]) == RECIPE_AGENTS  # exactly once each: a losing attempt never wrote anything
