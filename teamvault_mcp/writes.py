@@ -357,7 +357,7 @@ class _Slip:
     ours: bytes  # what we wrote
 
 
-#: At most this many colleagues' versions (the newest) are compared to choose the one to keep.
+#: At most this many colleagues' versions (the first and the newest) are compared to choose the one to keep.
 MAX_COMPARED = 8
 
 
@@ -370,10 +370,11 @@ def _to_keep(
     the newest that holds what the earlier ones added: a version written over the others
     by a writer who lost the race too is passed over, lest its lines come back.
     """
-    candidates = list(between[-MAX_COMPARED:])
-    if len(candidates) == 1 or built_on is None:
-        newest = candidates[-1]
-        return newest, ctx.client.download_version(project_id, file.id, str(newest["id"]))
+    # The first one after our read is always among them: when none later holds all of it, it is the one.
+    candidates = [between[0], *between[1:][-(MAX_COMPARED - 1) :]]
+    if len(candidates) == 1 or built_on is None:  # nothing to compare: the one that came first
+        first = candidates[0]
+        return first, ctx.client.download_version(project_id, file.id, str(first["id"]))
     texts = [ctx.client.download_version(project_id, file.id, str(version["id"])) for version in candidates]
     keep = newest_consistent(_text(built_on), [_text(data) for data in texts])
     return candidates[keep], texts[keep]

@@ -17,6 +17,7 @@ from test_safe_writes import NOTE, Session, digest, open_session
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.localvault import Fault
+from teamvault_mcp.localvault.store import Change
 
 pytestmark = pytest.mark.anyio
 
@@ -175,3 +176,31 @@ async def test_a_retried_write_refused_by_its_own_first_attempt_is_a_success(tmp
         assert not is_error, text
         assert result["verified"] is True
         assert session.content("a.md") == b"two\n"
+
+
+@pytest.fixture
+async def old_server(tmp_path: Path) -> AsyncIterator[Session]:
+    """The local vault without conditional writes, as today's Team Vault server."""
+    async for running in open_session(tmp_path, conditional_writes=False):
+        yield running
+
+
+async def test_in_a_storm_the_put_back_restores_the_first_writer_not_a_later_loser(old_server: Session) -> None:
+    """Ten colleagues' versions landed after our read; the first won, the nine after it were written over it.
+    Our write with expectedHash loses, and the text it puts back is the first writer's, however many came later."""
+    session = old_server
+    await session.ok("write_note", path="log.md", content="# Log\n")
+    store, project = session.vault.store, session.vault.project_id
+    colleague = store.add_user("storm@x", "Colleague")
+
+    def storm() -> None:
+        for number in range(1, 11):
+            with store.write() as db:
+                content = f"# Log\n- entry {number}\n".encode()
+                store.replace(Change(db, project, colleague), session.file_id("log.md"), content)
+
+    session.vault.faults.add("PUT", FILE, Fault.first(storm))
+    edit = {"oldText": "# Log\n", "newText": "# Log\n- entry 0\n"}
+    text, is_error, _ = await session.call("edit_note", path="log.md", edits=[edit], expectedHash=digest("# Log\n"))
+    assert is_error and text.startswith("Conflict: log.md"), text
+    assert session.content("log.md") == b"# Log\n- entry 1\n"
