@@ -17,6 +17,7 @@ import anyio
 import pytest
 from conftest import make_config
 from mcp import Client
+from waiting import GENEROUS, assert_within, wait_until
 
 from teamvault_mcp.cli import main
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -191,7 +192,7 @@ def test_on_a_local_vault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_ctrl_c_cancels_the_call_in_flight(vault: LocalVault) -> None:
-    vault.faults.add("GET", FILES, Fault.hang(at_most=10))
+    vault.faults.add("GET", FILES, Fault.hang(at_most=60))
     environ = {**os.environ, **env_for(vault)}
     child = subprocess.Popen(
         [sys.executable, "-m", "teamvault_mcp", "call", "read_note", "path=a.md"],
@@ -200,17 +201,15 @@ def test_ctrl_c_cancels_the_call_in_flight(vault: LocalVault) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
-    while not vault.faults.injected and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert vault.faults.injected, "the call never reached the vault"
+    wait_until(lambda: vault.faults.injected, "the call reaching the vault")
     interrupted_at = time.monotonic()
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=10)
+    out, err = child.communicate(timeout=GENEROUS)
     assert child.returncode == 130
     assert out == ""
     assert "teamvault-mcp call: interrupted; the call was cancelled" in err
-    assert vault.faults.hang_ended and vault.faults.hang_ended[0] - interrupted_at < 2.0
+    assert vault.faults.hang_ended  # the request was dropped well before the 60 s hang ended:
+    assert_within(vault.faults.hang_ended[0] - interrupted_at, GENEROUS, "the disconnect after Ctrl-C")
     assert [path for method, path in vault.faults.seen if method == "GET"].count(vault.faults.seen[-1][1]) == 1
 
 

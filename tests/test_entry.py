@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import API_KEY
 from loopback import json_answer, loopback_server
+from waiting import wait_until
 
 from teamvault_mcp import __version__
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -264,10 +265,7 @@ def test_a_signal_cancels_the_calls_in_flight_and_audits_them(tmp_path: Path, ho
                 "params": {"name": "write_note", "arguments": arguments},
             }
         )
-        deadline = time.monotonic() + STOP_LIMIT
-        while not vault.faults.injected:  # the write is in flight, held by the vault
-            assert time.monotonic() < deadline, "the write never reached the vault: the machine is too slow"
-            time.sleep(0.01)
+        wait_until(lambda: vault.faults.injected, "the write reaching the vault")  # in flight, held there
         signalled_at = time.monotonic()
         code, stderr = stopped(child.process, how, child.reader)
         hang_ended = list(vault.faults.hang_ended)

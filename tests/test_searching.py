@@ -11,6 +11,7 @@ import anyio
 import pytest
 from conftest import make_config
 from mcp import Client
+from waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.retry import RetryPolicy, SystemClock
@@ -18,7 +19,8 @@ from teamvault_mcp.server import ToolRunner, build_server
 
 pytestmark = pytest.mark.anyio
 
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=2.0)
+#: The production rules with short pauses; a generous attempt limit, so a loaded machine never cuts a plain attempt.
+FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
 DOWNLOAD = "/api/projects/*/files/*"
 
 HANDBOOK = """\
@@ -143,7 +145,7 @@ async def test_the_budget_ending_gives_partial_results_not_a_timeout(vault: Vaul
     assert result["notesSearched"] + result["notesNotSearched"] == 24
     assert result["totalNotes"] == result["notesSearched"]  # every note searched matches: none is lost
     assert text.startswith(f"[Partial: {result['notesNotSearched']} of 24 notes were not searched")
-    assert elapsed < 3.5
+    assert_within(elapsed, 3.5 + GENEROUS, "a search with a 3.5 s budget")  # `partial` says the budget ended it
 
 
 async def test_a_cancelled_search_stops_at_once_and_reports_no_progress_after(vault: Vault) -> None:
@@ -158,17 +160,26 @@ async def test_a_cancelled_search_stops_at_once_and_reports_no_progress_after(va
         updates.append((time.monotonic(), progress))
 
     async with Client(build_server(fresh), mode="legacy") as client:
-        with anyio.move_on_after(0.8):
-            await client.call_tool("search_notes", {"query": "slow"}, progress_callback=on_progress)
+        async with anyio.create_task_group() as group:  # cancel once downloads are under way
+
+            async def search() -> None:
+                await client.call_tool("search_notes", {"query": "slow"}, progress_callback=on_progress)
+
+            group.start_soon(search)
+            await await_until(lambda: updates, "the first progress notification")
+            group.cancel_scope.cancel()
         cancelled_at = time.monotonic()
-        while fresh.active_calls() and time.monotonic() - cancelled_at < 5:
-            await anyio.sleep(0.005)
+        await await_until(lambda: not fresh.active_calls(), "the cancelled search stopping")
         stopped_after = time.monotonic() - cancelled_at
-        await anyio.sleep(0.5)  # any progress still on its way would arrive now
+        # Everything the server sent before this ping's answer has arrived (one ordered stream): what arrives
+        # later was sent after the search had stopped.
+        await client.session.send_ping()
+        received = len(updates)
+        await anyio.sleep(0.5)
     vault.vault.faults.chooser = None
     assert updates and [progress for _, progress in updates] == sorted(progress for _, progress in updates)
-    assert all(at <= cancelled_at + 0.01 for at, _ in updates)  # nothing after the cancel
-    assert stopped_after < 1.0  # in-flight downloads are aborted, no new ones start
+    assert len(updates) == received  # nothing after the cancel
+    assert_within(stopped_after, GENEROUS, "stopping a search")  # in-flight downloads are aborted at once
 
 
 async def test_progress_is_reported_only_when_asked_for(vault: Vault) -> None:
@@ -194,8 +205,8 @@ async def test_a_slow_regex_stops_within_the_budget_with_partial_results(vault: 
     _, is_error, result = await call(vault.runner(budget=3.0), "search_notes", query=".*a.*b", mode="regex")
     elapsed = time.monotonic() - started
     assert not is_error
-    assert result["partial"] is True
-    assert elapsed < 3.0
+    assert result["partial"] is True  # the whole search would backtrack for minutes
+    assert_within(elapsed, 3.0 + GENEROUS, "a regex search with a 3 s budget")
 
 
 async def test_a_pathological_regex_is_refused_before_it_runs(vault: Vault) -> None:
