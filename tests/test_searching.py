@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -152,8 +153,13 @@ async def test_a_cancelled_search_stops_at_once_and_reports_no_progress_after(va
     runner = vault.runner()
     for i in range(16):
         await write(runner, f"n{i:02d}.md", f"slow word {i}\n")
-    vault.vault.faults.chooser = lambda method, path: Fault.delay(0.3) if path.count("/") == 5 else None
-    fresh = vault.runner(budget=30)
+    downloads = itertools.count()
+    # The first 4 downloads are quick, so progress comes at once; the others take 60 s, so only the cancel
+    # can end the search well within GENEROUS (the attempt limit, 30 s, would end it later).
+    vault.vault.faults.chooser = lambda method, path: (
+        Fault.delay(60) if path.count("/") == 5 and next(downloads) >= 4 else None
+    )
+    fresh = vault.runner(budget=45)
     updates: list[tuple[float, float]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -180,6 +186,7 @@ async def test_a_cancelled_search_stops_at_once_and_reports_no_progress_after(va
     assert updates and [progress for _, progress in updates] == sorted(progress for _, progress in updates)
     assert len(updates) == received  # nothing after the cancel
     assert_within(stopped_after, GENEROUS, "stopping a search")  # in-flight downloads are aborted at once
+    assert updates[-1][1] < 16  # the slow ones never finished
 
 
 async def test_progress_is_reported_only_when_asked_for(vault: Vault) -> None:
