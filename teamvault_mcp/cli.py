@@ -43,7 +43,10 @@ PROG = "teamvault-mcp"
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """The program: the command line ``argv`` (default ``sys.argv[1:]``) in ``environ``; the exit code."""
+    """The program: the command line ``argv`` (default ``sys.argv[1:]``) in ``environ``; the exit code.
+
+    Except after SIGINT or SIGTERM in ``serve``: then it ends the process itself (see ``_ServerStopped``).
+    """
     try:
         return _run(argv, environ)
     except _ServerStopped as stopped:
