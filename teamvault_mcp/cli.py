@@ -4,13 +4,20 @@
     teamvault-mcp check [--json]     a doctor for the configuration: one line per check
     teamvault-mcp call TOOL k=v ...  one tool call, through the server's own code path
     teamvault-mcp --local DIR ...    any of the above on an embedded local vault kept in DIR
+                                     (--local may also follow serve, check or call)
     teamvault-mcp local-vault ...    a Team Vault–compatible HTTP server (see --help)
 
 Exit codes: 0 after a clean shutdown (the host closed stdin, or SIGINT/SIGTERM for
 the local vault), when every required check passed, or when the tool call
 succeeded; 1 for a bad configuration, a failed check or a tool error; 2 for a bad
-command line; 130 when ``call`` is interrupted. Logging is configured here and only
-here, and goes to stderr: stdout belongs to JSON-RPC (or to the printed result).
+command line, a data directory that cannot be used included; 128 + the signal's
+number (130 for Ctrl-C, 143 for SIGTERM) when ``serve`` or ``call`` is interrupted.
+Logging is configured here and only here, and goes to stderr: stdout belongs to
+JSON-RPC (or to the printed result).
+
+Past 400 lines on purpose, for now: each command's options, checks, signals and exit
+codes read side by side, and the ``local-vault`` command is being extended in parallel.
+Split by command (serve, call, local vault) once that has landed.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,23 +43,54 @@ PROG = "teamvault-mcp"
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """The program: the command line ``argv`` (default ``sys.argv[1:]``) in ``environ``; the exit code.
+
+    Except after SIGINT or SIGTERM in ``serve``: then it ends the process itself (see ``_ServerStopped``).
+    """
+    try:
+        return _run(argv, environ)
+    except _ServerStopped as stopped:
+        stopped.report()
+        # The SDK's stdio transport reads stdin in a worker thread that no signal wakes; the interpreter
+        # would wait for it at exit forever. Everything else has been cleaned up: end the process here.
+        sys.stdout.flush()
+        logging.shutdown()
+        os._exit(stopped.exit_code)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling was in place
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+
+
+def _run(argv: Sequence[str] | None, environ: Mapping[str, str] | None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)  # `call`'s key=value pairs may come after its options
     if extra and (args.command != "call" or any(item.startswith("-") for item in extra)):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if extra:
         args.arguments = [*args.arguments, *extra]
+    local = _local_option(parser, args)
     environ = os.environ if environ is None else environ
     if args.command == "local-vault":
+        if local is not None:
+            parser.error("--local does not go with local-vault: give the data directory as --data DIR")
         return _local_vault(args, environ)
     commands: dict[str | None, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
         "check": _check,
         "call": _call,
     }
     command = commands.get(args.command, _serve)
-    if args.local is not None:
-        return _on_local_vault(Path(args.local), environ, lambda local: command(args, local))
+    if local is not None:
+        return _on_local_vault(Path(local), environ, lambda local_environ: command(args, local_environ))
     return command(args, environ)
+
+
+def _local_option(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """``--local DIR`` from before the command or after it (``call --local DIR read_note ...``)."""
+    before: str | None = args.local
+    after: str | None = getattr(args, "local_after", None)  # serve, check and call have it
+    if before is not None and after is not None and before != after:
+        parser.error(f"--local is given twice, as {before} and as {after}: give it once")
+    return after if after is not None else before
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,10 +103,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--local",
         metavar="DIR",
-        help="serve an embedded local vault kept in DIR (created if missing) instead of a Team Vault server",
+        help="serve an embedded local vault kept in DIR (created if missing) instead of a Team Vault server; "
+        "it may also follow serve, check or call",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{serve,check,call,local-vault}")
-    commands.add_parser("serve", help="serve MCP over stdio (the default)")
+    commands = parser.add_subparsers(dest="command", metavar="{serve,check,call,local-vault}", parser_class=_Parser)
+    serve_command = commands.add_parser("serve", help="serve MCP over stdio (the default)")
     check = commands.add_parser(
         "check",
         help="check the configuration, the way to the server, the key and the project",
@@ -79,12 +119,13 @@ def _parser() -> argparse.ArgumentParser:
     call = commands.add_parser(
         "call",
         help="run one tool once, as the MCP server would for an agent, and print its result",
-        description="Runs one tool call through the MCP server's own code path (same budget, retries and "
+        description="Runs one tool call through the MCP server's own code path (same budget, retries and\n"
         "errors) and prints its result. Exit code 1 when the tool reports an error.",
-        epilog="Values of text arguments are taken as they are (path=2024.md); numbers, true/false and JSON "
-        "arrays and objects are converted for the arguments that take them (maxResults=5, dryRun=true, "
-        "toc='[\"Tasks\"]'). For long content: --json-args - reads a JSON object from stdin.",
+        epilog_factory=call_epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    for command in (serve_command, check, call):
+        command.add_argument("--local", metavar="DIR", dest="local_after", help="the same as --local DIR before it")
     call.add_argument("tool", help="the tool's name, e.g. read_note")
     call.add_argument("arguments", nargs="*", metavar="key=value", help="the tool's arguments")
     call.add_argument(
@@ -125,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="connections open at once; a new one sheds an idle one first (default: from the open-file limit)",
     )
-    key_data = argparse.ArgumentParser(add_help=False)
+    key_data = _Parser(add_help=False)
     key_data.add_argument("--data", metavar="DIR", type=Path, default=argparse.SUPPRESS, help="data directory")
     keys = vault.add_subparsers(dest="vault_command", metavar="{keys}").add_parser(
         "keys",
@@ -145,6 +186,68 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """A sub-command's parser whose closing text may be made only when the help is shown."""
+
+    def __init__(self, *args: Any, epilog_factory: Callable[[], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog_factory = epilog_factory
+
+    def format_help(self) -> str:
+        if self.epilog_factory is not None:
+            self.epilog = self.epilog_factory()
+        return super().format_help()
+
+
+#: The example value ``call --help`` gives an argument of each kind, as typed in a shell.
+EXAMPLE_VALUES = {
+    "path": "inbox/todo.md",
+    "query": "'travel budget'",
+    "count": "5",
+    "toc": "'[\"Tasks\"]'",
+    "edits": '\'[{"oldText": "- [ ] call", "newText": "- [x] call"}]\'',
+    "flag": "true",
+    "fields": '\'{"status": "done"}\'',
+}
+
+
+def call_examples() -> list[str]:
+    """Complete ``call`` command lines, taken from the tool table, that show each kind of value once.
+
+    A tool gives a line when it has an optional argument of a kind not shown yet; the line holds its
+    required arguments and those new ones (the first of each kind).
+    """
+    from teamvault_mcp.tools import TOOLS  # only for the help: start-up does not pay for the table
+
+    shown: set[str] = set()
+    lines = []
+    for tool in TOOLS:
+        if any(param.kind not in EXAMPLE_VALUES for param in tool.params if param.required):
+            continue
+        new: dict[str, str] = {}
+        for param in tool.params:
+            if not param.required and param.kind in EXAMPLE_VALUES and param.kind not in shown | set(new):
+                new[param.kind] = param.name
+        if not new:
+            continue
+        shown |= set(new)
+        named = [param for param in tool.params if param.required or param.name in new.values()]
+        lines.append(" ".join([PROG, "call", tool.name, *(f"{p.name}={EXAMPLE_VALUES[p.kind]}" for p in named)]))
+    return lines
+
+
+def call_epilog() -> str:
+    """``call --help``'s closing text; its examples come from the tool table, so every argument they name exists."""
+    return "\n".join(
+        [
+            "Values of text arguments are taken as they are (path=2024.md); numbers, true/false and JSON arrays",
+            "and objects are converted for the arguments that take them. Examples:",
+            *(f"  {line}" for line in call_examples()),
+            "For long content, --json-args - reads the arguments as a JSON object from stdin.",
+        ]
+    )
+
+
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "teamvault-mcp" / "vault"
@@ -157,10 +260,69 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return _config_failure(error)
     _configure_logging(config.log_level, config.api_key)
 
-    from teamvault_mcp.server import serve
+    from teamvault_mcp.server import CANCEL_GRACE, ServeStop, serve
 
-    serve(config)
-    return 0
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        serve(config)
+        return 0
+    # The server runs in a thread of its own and this one waits for a signal: the SDK's stdio transport reads
+    # stdin in a worker thread that a signal does not wake, so under asyncio's own handling the first Ctrl-C
+    # was ignored and the second ended in a traceback.
+    stop = ServeStop()
+    ended = threading.Event()
+    signals: list[int] = []
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            serve(config, stop)
+        except BaseException as error:  # handed to the main thread, which raises it as before
+            failures.append(error)
+        finally:
+            ended.set()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signals:  # a second Ctrl-C while the calls in flight are being cancelled: stop waiting for them
+            raise _ServerStopped(signals[0], stop.cancelled_calls, waited=False)
+        signals.append(signum)
+        ended.set()
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    server = threading.Thread(target=run, name="teamvault-mcp serve", daemon=True)
+    server.start()
+    while not ended.wait(3600):
+        pass
+    if not signals:  # the host closed stdin
+        server.join()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if failures:
+            raise failures[0]
+        return 0
+    stop.request()
+    ended_in_time = stop.calls_ended.wait(CANCEL_GRACE + 1)
+    raise _ServerStopped(signals[0], stop.cancelled_calls, waited=ended_in_time)
+
+
+class _ServerStopped(Exception):
+    """SIGINT or SIGTERM ended ``serve``; raised through the clean-up of ``--local`` to :func:`main`."""
+
+    def __init__(self, signum: int, cancelled_calls: int, *, waited: bool) -> None:
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+        self.signal_name = signal.Signals(signum).name
+        self.cancelled_calls = cancelled_calls
+        self.waited = waited
+
+    def report(self) -> None:
+        calls = f"{self.cancelled_calls} tool call{'' if self.cancelled_calls == 1 else 's'}"
+        if not self.cancelled_calls:
+            detail = ""
+        elif self.waited:
+            detail = f"; {calls} in flight {'was' if self.cancelled_calls == 1 else 'were'} cancelled"
+        else:
+            detail = f"; {calls} in flight did not end in time (a write among them may or may not have been applied)"
+        sys.stderr.write(f"{PROG}: stopped by {self.signal_name}{detail}\n")
 
 
 def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callable[[Mapping[str, str]], int]) -> int:
@@ -168,10 +330,20 @@ def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callabl
 
     The port is new at every start, so the content cache is keyed by the data directory instead.
     """
+    import sqlite3
+
     from teamvault_mcp.localvault import LocalVault
 
     _configure_logging(_log_level(environ))
-    vault = LocalVault(data_dir).start()
+    problem = _data_dir_problem(data_dir)
+    if problem is None:
+        try:
+            vault = LocalVault(data_dir).start()
+        except (OSError, sqlite3.Error) as error:  # a loopback port 0 does not fail: these are the directory's
+            problem = _data_dir_failure(data_dir, error)
+    if problem is not None:
+        sys.stderr.write(f"{PROG}: cannot use --local {data_dir}: {problem}\n")
+        return 2
     try:
         logging.getLogger(__name__).info("local vault in %s at %s", data_dir, vault.url)
         local = {
@@ -184,6 +356,34 @@ def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callabl
         return command(local)
     finally:
         vault.stop()
+
+
+def _data_dir_problem(data_dir: Path) -> str | None:
+    """Why a local vault cannot be kept in ``data_dir``, or None. It is created if missing and must be writable."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except FileExistsError:  # exist_ok covers directories only
+        return "it is a file, not a directory; give a directory (it is created if missing)"
+    except NotADirectoryError:
+        above = next((str(parent) for parent in data_dir.parents if os.path.isfile(parent)), "a part of the path")
+        return f"{above} is a file, so no directory can be made under it"
+    except OSError as error:
+        return f"it cannot be created ({error.strerror}); give a directory you can write to"
+    try:
+        with tempfile.TemporaryFile(dir=data_dir):
+            pass
+    except OSError as error:
+        return f"nothing can be written in it ({error.strerror}); give a directory you can write to"
+    return None
+
+
+def _data_dir_failure(data_dir: Path, error: Exception) -> str:
+    """What went wrong opening the vault kept in ``data_dir`` (an OSError naming a file, or an sqlite3 error)."""
+    if not isinstance(error, OSError):
+        database = data_dir / "vault.sqlite3"
+        return f"its database {database} cannot be used ({error}); move it away or give another directory"
+    where = f" ({error.filename})" if error.filename else ""
+    return f"{error.strerror or error}{where}; give a directory you can write to"
 
 
 def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -329,20 +529,27 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.max_connections is not None and args.max_connections < 1:
         sys.stderr.write(f"{PROG}: --max-connections {args.max_connections} must be at least 1\n")
         return 2
-    try:
-        vault = LocalVault(
-            args.data,
-            host=args.host,
-            port=args.port,
-            api_key=args.api_key,
-            max_file_size=args.max_file_size,
-            idempotency=not args.without_idempotency,
-            conditional_writes=not args.without_conditional_writes,
-            max_connections=args.max_connections,
-        )
-    except (OSError, sqlite3.Error) as error:
-        sys.stderr.write(f"{PROG}: cannot serve the local vault on {args.host}:{args.port}: {error}\n")
-        return 1
+    problem = _data_dir_problem(args.data)
+    if problem is None:
+        try:
+            vault = LocalVault(
+                args.data,
+                host=args.host,
+                port=args.port,
+                api_key=args.api_key,
+                max_file_size=args.max_file_size,
+                idempotency=not args.without_idempotency,
+                conditional_writes=not args.without_conditional_writes,
+                max_connections=args.max_connections,
+            )
+        except (OSError, sqlite3.Error) as error:
+            if isinstance(error, OSError) and not error.filename:  # binding the address, not the directory
+                sys.stderr.write(f"{PROG}: cannot serve the local vault on {args.host}:{args.port}: {error}\n")
+                return 1
+            problem = _data_dir_failure(args.data, error)
+    if problem is not None:
+        sys.stderr.write(f"{PROG}: cannot use --data {args.data}: {problem}\n")
+        return 2
     if not vault.is_loopback:
         sys.stderr.write(
             f"{PROG}: warning: listening on {args.host}, not on loopback: anyone who can reach this address "

@@ -507,13 +507,65 @@ def _instructions(config: Config) -> str:
     return text
 
 
-def serve(config: Config) -> None:
-    """Serve MCP over stdin/stdout until the host closes stdin."""
+class ServeStop:
+    """Ends :func:`serve` from another thread: what ``cli.py`` does on Ctrl-C or SIGTERM.
+
+    :meth:`request` cancels the server's scope, so every call in flight is cancelled as a
+    host's cancel would cancel it (its request aborted, its audit line written); once they
+    have ended, :attr:`calls_ended` is set. ``serve`` itself does not return then: the SDK's
+    stdio transport reads stdin in a worker thread that no signal wakes, so the caller ends
+    the process (``os._exit``) after its own clean-up.
+    """
+
+    def __init__(self) -> None:
+        self.calls_ended = threading.Event()
+        #: How many tool calls were in flight when the stop was requested.
+        self.cancelled_calls = 0
+        self._lock = threading.Lock()
+        self._requested = False
+        self._cancel: Callable[[], None] | None = None
+
+    def request(self) -> None:
+        """Stop serving; safe from any thread but the event loop's, before, during or after serving."""
+        with self._lock:
+            self._requested = True
+            cancel = self._cancel
+        if cancel is not None:
+            try:
+                cancel()
+            except anyio.RunFinishedError:  # the host closed stdin meanwhile: serving has ended anyway
+                self.calls_ended.set()
+
+    def _attach(self, scope: anyio.CancelScope, runner: ToolRunner) -> None:
+        token = anyio.lowlevel.current_token()
+
+        def cancel_in_loop() -> None:
+            self.cancelled_calls = runner.active_calls()
+            scope.cancel()
+
+        with self._lock:
+            self._cancel = lambda: anyio.from_thread.run_sync(cancel_in_loop, token=token)
+            requested = self._requested
+        if requested:  # asked before the loop ran
+            cancel_in_loop()
+
+
+def serve(config: Config, stop: ServeStop | None = None) -> None:
+    """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested)."""
     runner = ToolRunner(config)
     runner.start_schema_load()  # meanwhile the host's initialize is answered
     server = build_server(runner)
     options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
+
+    async def main() -> None:
+        if stop is None:
+            await serve_stdio(server, options)
+        else:  # every handler task has ended when server.run returns: calls_ended then
+            await serve_stdio(
+                server, options, on_start=lambda scope: stop._attach(scope, runner), on_end=stop.calls_ended.set
+            )
+
     try:
-        anyio.run(serve_stdio, server, options)
+        anyio.run(main)
     finally:
         runner.close()

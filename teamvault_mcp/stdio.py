@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -37,11 +38,28 @@ MAX_WRITTEN_DEPTH = 200
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
-async def serve_stdio(server: Any, options: Any, stdin: Any = None, stdout: Any = None) -> None:
-    """Run ``server`` over stdin/stdout (or the given text streams, for tests) behind both guards."""
+async def serve_stdio(
+    server: Any,
+    options: Any,
+    stdin: Any = None,
+    stdout: Any = None,
+    *,
+    on_start: Callable[[anyio.CancelScope], None] | None = None,
+    on_end: Callable[[], None] | None = None,
+) -> None:
+    """Run ``server`` over stdin/stdout (or the given text streams, for tests) behind both guards.
+
+    ``on_start`` gets the scope that ends serving when cancelled; ``on_end`` runs once every
+    handler has ended — inside the transport, whose own end waits for a stdin read no signal wakes.
+    """
     async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         writes = WritesOnlyWritable(write_stream)
-        await server.run(AnswersEveryLine(read_stream, writes), writes, options)
+        with anyio.CancelScope() as scope:
+            if on_start is not None:
+                on_start(scope)
+            await server.run(AnswersEveryLine(read_stream, writes), writes, options)
+        if on_end is not None:
+            on_end()
 
 
 class AnswersEveryLine:

@@ -17,7 +17,8 @@ from teamvault_mcp.server import ToolRunner, build_server
 
 pytestmark = pytest.mark.anyio
 
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=2.0)
+#: The production rules with short pauses; a generous attempt limit, so a loaded machine never cuts a plain attempt.
+FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
 NOTE = "# Handbook\n## Money\nThe travel budget.\n## People\nAda.\n"
 
 

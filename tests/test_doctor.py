@@ -29,7 +29,8 @@ from teamvault_mcp.retry import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = "/api/projects/*/files"
-FAST = RetryPolicy(pauses=(0.01,), jitter=0.0, min_time_to_start=0.05, attempt_timeout=1.0)
+#: Short pauses; a generous attempt limit, so a loaded machine never cuts a plain attempt.
+FAST = RetryPolicy(pauses=(0.01,), jitter=0.0, min_time_to_start=0.05, attempt_timeout=30)
 
 
 def env_for(vault: LocalVault, **overrides: str) -> dict[str, str]:

@@ -5,17 +5,22 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import API_KEY
 from loopback import json_answer, loopback_server
+from waiting import wait_until
 
 from teamvault_mcp import __version__
+from teamvault_mcp.localvault import Fault, LocalVault
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPT = Path(sys.executable).parent / "teamvault-mcp"
@@ -164,3 +169,111 @@ def test_start_up_does_not_import_requests() -> None:
     code = "import sys, teamvault_mcp.cli, teamvault_mcp.server; print('requests' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "False"
+
+
+def test_serve_takes_local_after_the_command(tmp_path: Path) -> None:
+    child = StdioChild([*ENTRY_POINTS["python -m teamvault_mcp"], "serve", "--local", str(tmp_path)], child_env())
+    child.initialize()
+    answer = child.request(2, "tools/call", {"name": "list_projects", "arguments": {}})
+    code, stderr = child.close()
+    assert answer["result"]["structuredContent"]["projects"][0]["slug"] == "default", stderr
+    assert code == 0
+
+
+# -- Ctrl-C and SIGTERM: the first one ends the server, exit 128 + the signal, no traceback -----------------------
+
+#: Generous: the server stops within milliseconds of the signal; past this the machine is too slow, not the code.
+STOP_LIMIT = 20.0
+
+
+def stopped(process: subprocess.Popen[bytes], how: int, reader: threading.Thread | None = None) -> tuple[int, str]:
+    """Send ``how`` once, with stdin still open; the exit code and stderr (its pipes are closed after)."""
+    process.send_signal(how)
+    try:
+        code = process.wait(timeout=STOP_LIMIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"still running {STOP_LIMIT} s after one {signal.Signals(how).name}") from None
+    finally:
+        if reader is not None:
+            reader.join(timeout=5)
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+    assert process.stderr is not None
+    with process.stderr:
+        return code, process.stderr.read().decode()
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_the_first_signal_ends_the_server_with_stdin_a_pipe_left_open(tmp_path: Path, how: int) -> None:
+    child = StdioChild([*ENTRY_POINTS["python -m teamvault_mcp"], "--local", str(tmp_path)], child_env())
+    child.initialize()  # serving: its stdin reader is blocked on the open pipe
+    code, stderr = stopped(child.process, how, child.reader)
+    assert code == 128 + how
+    assert stderr == f"teamvault-mcp: stopped by {signal.Signals(how).name}\n"
+
+
+def test_ctrl_c_ends_the_server_in_a_terminal(tmp_path: Path) -> None:
+    leader, terminal = os.openpty()  # the child's stdin and stdout are a terminal, as when run by hand
+    process = subprocess.Popen(
+        [*ENTRY_POINTS["teamvault-mcp"], "--local", str(tmp_path)],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+        cwd=ROOT,
+    )
+    os.close(terminal)
+    try:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        os.write(leader, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}).encode())
+        os.write(leader, b"\n")
+        seen = b""
+        deadline = time.monotonic() + STOP_LIMIT
+        while b'"serverInfo"' not in seen:  # the terminal echoes what was typed, then the answer follows
+            assert time.monotonic() < deadline, f"no answer to initialize on the terminal: {seen!r}"
+            if select.select([leader], [], [], 0.5)[0]:
+                seen += os.read(leader, 65536)
+        code, stderr = stopped(process, signal.SIGINT)
+    finally:
+        os.close(leader)
+    assert code == 130
+    assert stderr == "teamvault-mcp: stopped by SIGINT\n"
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_cancels_the_calls_in_flight_and_audits_them(tmp_path: Path, how: int) -> None:
+    audit = tmp_path / "audit.jsonl"
+    with LocalVault(tmp_path / "vault") as vault:
+        vault.faults.add("POST", "/api/projects/*/files", Fault.hang(at_most=60))
+        env = child_env(
+            TEAM_VAULT_URL=vault.url,
+            TEAM_VAULT_API_KEY=vault.api_key,
+            TEAM_VAULT_PROJECT_ID=vault.project_id,
+            TEAM_VAULT_AUDIT_LOG=str(audit),
+        )
+        child = StdioChild(ENTRY_POINTS["python -m teamvault_mcp"], env)
+        child.initialize()
+        arguments = {"path": "inbox/a.md", "content": "new\n"}
+        child.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "write_note", "arguments": arguments},
+            }
+        )
+        wait_until(lambda: vault.faults.injected, "the write reaching the vault")  # in flight, held there
+        signalled_at = time.monotonic()
+        code, stderr = stopped(child.process, how, child.reader)
+        hang_ended = list(vault.faults.hang_ended)
+    assert code == 128 + how
+    assert "Traceback" not in stderr
+    assert stderr.endswith(
+        f"teamvault-mcp: stopped by {signal.Signals(how).name}; 1 tool call in flight was cancelled\n"
+    )
+    assert hang_ended and hang_ended[0] - signalled_at < STOP_LIMIT  # the request was dropped, not waited out
+    [line] = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert (line["tool"], line["outcome"], line["paths"]) == ("write_note", "cancelled", ["inbox/a.md"])

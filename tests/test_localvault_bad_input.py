@@ -18,10 +18,13 @@ from typing import Any
 
 import pytest
 import requests
+from waiting import assert_within
 
 from teamvault_mcp.localvault import LocalVault
 
-TIMEOUT = 3.0
+#: How long a test waits for an answer that comes at once: generous, for a loaded machine. The vault waits
+#: 120 s for a body that does not come, so an answer within this was given without waiting for it.
+TIMEOUT = 30.0
 UNKNOWN_ID = "cunknown0000000000000000000"
 
 
@@ -283,7 +286,7 @@ def test_a_huge_content_length_is_413_at_once_without_waiting_for_the_body(uncha
     answer, sock = raw_exchange(unchanged.vault, head + b"only a few bytes")
     with sock:
         assert answer.status == 413
-        assert answer.elapsed < 1.5
+        assert_within(answer.elapsed, TIMEOUT, "an answer the vault gives at once")
         assert_no_traceback(answer.body)
         assert closed_by_peer(sock)
 
@@ -300,7 +303,7 @@ def test_a_chunked_upload_is_refused_at_once_with_411(unchanged: Project) -> Non
     answer, sock = raw_exchange(unchanged.vault, head + b"5\r\n--B\r\n\r\n")  # one chunk; the body never ends
     with sock:
         assert answer.status == 411
-        assert answer.elapsed < 1.5
+        assert_within(answer.elapsed, TIMEOUT, "an answer the vault gives at once")
         assert_no_traceback(answer.body)
         assert closed_by_peer(sock)
 
@@ -327,7 +330,7 @@ def test_a_bad_content_length_is_400_at_once(unchanged: Project, length: str) ->
     answer, sock = raw_exchange(unchanged.vault, head + b"xyz")
     with sock:
         assert answer.status == 400
-        assert answer.elapsed < 1.5
+        assert_within(answer.elapsed, TIMEOUT, "an answer the vault gives at once")
         assert_no_traceback(answer.body)
         assert closed_by_peer(sock)
 

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from conftest import make_config
 from mcp import Client
+from waiting import GENEROUS, assert_within
 
 from teamvault_mcp import server as server_module
 from teamvault_mcp.errors import ToolInputError
@@ -23,7 +24,9 @@ from teamvault_mcp.retry import RetryPolicy, SystemClock
 from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
 from teamvault_mcp.server import ToolRunner, build_server
 
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=0.5)
+#: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt
+#: can take over a second, and one cut at 0.5 s was retried and answered `replayed` (issue 12).
+FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
 
 RECIPE = """# Recipe schema
 
@@ -419,13 +422,14 @@ async def test_a_slow_vault_at_start_up_delays_tools_list_by_the_limit_only(
     vault: LocalVault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(server_module, "SCHEMA_LOAD_LIMIT", 0.5)
-    vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=5))
+    vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=60))
     async with session_on(vault) as session:
         started = anyio.current_time()
         names = await session.tool_names()
         waited = anyio.current_time() - started
         listed = await session.ok("list_schemas")
-        assert "upsert_recipe" not in names and waited < 3.0
+        assert "upsert_recipe" not in names
+        assert_within(waited, GENEROUS, "tools/list while the schema notes hang for 60 s")  # 0.5 s + grace
         assert listed["status"].startswith("not loaded at start-up: ")
         assert listed["status"].endswith("Call reload_schemas to try again.")
         reloaded = await session.ok("reload_schemas")  # the vault answers again
