@@ -51,7 +51,7 @@ from teamvault_mcp.merge import merge3, newest_consistent, only_adds, swap_addit
 from teamvault_mcp.textdiff import shortened, unified_diff
 
 if TYPE_CHECKING:
-    from teamvault_mcp.client import VaultFile
+    from teamvault_mcp.client import TeamVaultClient, VaultFile
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ Mode = Literal["rebase", "strict", "replace"]
 
 VERIFIED = "The server's answer was lost on the way; a check right after confirmed the change was applied."
 #: Times a rebased change is written again before the call gives up (colleagues writing all the while).
-REBASE_ROUNDS = 12
+REBASE_ROUNDS = 20
 #: Up to this many seconds, doubled each round (at most REBASE_PAUSE_MAX), between rebase rounds:
 #: writers racing for one note fall out of step, as on a shared network wire.
 REBASE_PAUSE = 0.05
@@ -289,6 +289,7 @@ def write_content(
                 data = _remade(change, head.data, path)  # nothing of ours was written: a plain redo
                 outcome.rebased.append(describe(_version_with(ctx, project_id, file, head.hash)))
             built_on, built_on_hash, current = head.data, head.hash, head.hash
+            _back_off(client, round_number)
             continue
         written_hash = sha256_hex(data)
         own.add(written_hash)
@@ -340,11 +341,16 @@ def write_content(
         built_on = theirs_data if head.hash in own else head.data
         built_on_hash = sha256_hex(built_on)
         current, data = head.hash, remade
-        client.pause(client.random() * min(REBASE_PAUSE * 2**round_number, REBASE_PAUSE_MAX))
+        _back_off(client, round_number)
     raise ChangedMeanwhileError(
         f"Conflict: {path} kept changing while this call tried to write it ({REBASE_ROUNDS + 1} times); "
         "nothing of this call was written. Read the note again and try once more."
     )
+
+
+def _back_off(client: TeamVaultClient, round_number: int) -> None:
+    """A random pause, doubling each round: writers racing for one note fall out of step."""
+    client.pause(client.random() * min(REBASE_PAUSE * 2**round_number, REBASE_PAUSE_MAX))
 
 
 @dataclass(frozen=True)
