@@ -1,0 +1,262 @@
+"""Writers racing for one note: how many acknowledged changes survive, counted, not timed.
+
+Sixteen ``teamvault-mcp`` processes over stdio share one local vault, which runs
+without its conditional writes (as today's Team Vault server: the client checks the
+version history after each write) and then with them (If-Match, 412). Scenarios:
+
+1. sixteen agents append a line under one heading at the same moment (``edit_note``, no hash);
+2. forty rounds of two agents editing different lines with one ``expectedHash``;
+3. sixteen agents following the README's recipe: read, edit with ``expectedHash``, read again on a conflict;
+4. what a write costs when nobody races: requests per ``edit_note``.
+
+``--package DIR`` runs the agents on the ``teamvault_mcp`` package under DIR, for example the one
+before issue 13 (``git archive 72a7c79 teamvault_mcp | tar -x -C /tmp/before``), against the same vault.
+
+    .venv/bin/python bench/races_bench.py [--trials 5] [--package DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.localvault.store import Change
+
+AGENTS = 16
+PATIENCE = 300.0
+
+
+class Agent:
+    """One MCP server process, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, env: dict[str, str], cwd: str | None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "teamvault_mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+        )
+        self.next_id = 0
+        self.buffer = b""
+
+    def send(self, method: str, params: dict[str, Any]) -> int:
+        self.next_id += 1
+        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+        return self.next_id
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + PATIENCE
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while True:
+                while b"\n" in self.buffer:
+                    line, self.buffer = self.buffer.split(b"\n", 1)
+                    message = json.loads(line)
+                    if message.get("id") == request_id:
+                        return dict(message)
+                if not selector.select(max(deadline - time.monotonic(), 0)):
+                    raise SystemExit("an agent did not answer in time")
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                if not chunk:
+                    raise SystemExit("an agent ended")
+                self.buffer += chunk
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait()
+        self.process.stdout.close()
+
+
+def call_all(agents: list[Agent], calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    ids = [
+        a.send("tools/call", {"name": name, "arguments": args}) for a, (name, args) in zip(agents, calls, strict=True)
+    ]
+    return [agent.answer(request_id)["result"] for agent, request_id in zip(agents, ids, strict=True)]
+
+
+def put(vault: LocalVault, path: str, content: str) -> str:
+    store = vault.store
+    owner = store.owner_of(vault.project_id)
+    with store.write() as db:
+        change = Change(db, vault.project_id, owner)
+        files = store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
+        if files:
+            store.replace(change, files[0].id, content.encode())
+        else:
+            store.create(change, path, content.encode(), "text/markdown")
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def content(vault: LocalVault, path: str) -> str:
+    files = vault.store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
+    return vault.store.content(vault.project_id, files[0].id)[1].decode()
+
+
+def entries(text: str) -> collections.Counter[str]:
+    return collections.Counter(line for line in text.splitlines() if line.startswith("- entry"))
+
+
+def appenders(vault: LocalVault, agents: list[Agent], trials: int) -> str:
+    acknowledged = lost = failed = doubled = 0
+    for trial in range(trials):
+        path = f"append-{trial}.md"
+        put(vault, path, "# Team log\n\n## Log\n\n## Done\n")
+        calls = [
+            ("edit_note", {"path": path, "edits": [{"oldText": "## Log\n", "newText": f"## Log\n- entry {n}\n"}]})
+            for n in range(len(agents))
+        ]
+        results = call_all(agents, calls)
+        final = entries(content(vault, path))
+        for number, result in enumerate(results):
+            if result.get("isError"):
+                failed += 1
+            else:
+                acknowledged += 1
+                lost += final[f"- entry {number}"] == 0
+        doubled += sum(count - 1 for count in final.values() if count > 1)
+    total = trials * len(agents)
+    return f"{acknowledged}/{total} acknowledged, {lost} of them missing, {failed} failed, {doubled} doubled lines"
+
+
+def pairs(vault: LocalVault, agents: list[Agent], rounds: int) -> str:
+    both = lost = neither = 0
+    for number in range(rounds):
+        expected = put(vault, "pair.md", f"# Round {number}\na: open\nb: open\n")
+        calls = [
+            (
+                "edit_note",
+                {
+                    "path": "pair.md",
+                    "edits": [{"oldText": f"{side}: open", "newText": f"{side}: done"}],
+                    "expectedHash": expected,
+                },
+            )
+            for side in ("a", "b")
+        ]
+        won = [not result.get("isError") for result in call_all(agents[:2], calls)]
+        final = content(vault, "pair.md")
+        both += all(won)
+        neither += not any(won)
+        lost += sum(
+            1 for side, success in zip(("a", "b"), won, strict=True) if success and f"{side}: done" not in final
+        )
+    return f"{rounds} rounds: two successes {both} times, a success missing {lost} times, no success {neither} times"
+
+
+def recipe(vault: LocalVault, agents: list[Agent], trials: int) -> str:
+    acknowledged = lost = extra = calls_made = 0
+    for trial in range(trials):
+        path = f"recipe-{trial}.md"
+        put(vault, path, "# Log\n")
+        pending = dict(enumerate(agents))
+        done: list[int] = []
+        for _ in range(4 * len(agents)):
+            if not pending:
+                break
+            reads = call_all(list(pending.values()), [("read_note", {"path": path})] * len(pending))
+            calls = [
+                (
+                    "edit_note",
+                    {
+                        "path": path,
+                        "edits": [{"oldText": "# Log\n", "newText": f"# Log\n- entry {number}\n"}],
+                        "expectedHash": read.get("structuredContent", {}).get("contentHash")
+                        or hashlib.sha256(read["content"][0]["text"].encode()).hexdigest(),
+                    },
+                )
+                for number, read in zip(pending, reads, strict=True)
+            ]
+            calls_made += 2 * len(calls)
+            for number, result in zip(list(pending), call_all(list(pending.values()), calls), strict=True):
+                if not result.get("isError"):
+                    del pending[number]
+                    done.append(number)
+        final = entries(content(vault, path))
+        acknowledged += len(done)
+        lost += sum(1 for number in done if final[f"- entry {number}"] == 0)
+        extra += sum(final.values()) - len(set(final))
+    total = trials * len(agents)
+    return (
+        f"{acknowledged}/{total} acknowledged, {lost} of them missing, {extra} extra copies of a line, "
+        f"{calls_made} calls"
+    )
+
+
+def cost(vault: LocalVault, agents: list[Agent]) -> str:
+    put(vault, "cost.md", "# Tasks\n- [ ] one\n")
+    before = len(vault.faults.seen)
+    call_all(agents[:1], [("edit_note", {"path": "cost.md", "edits": [{"oldText": "one", "newText": "two"}]})])
+    methods = [method for method, _ in vault.faults.seen[before:]]
+    return f"{len(methods)} requests per edit_note ({' '.join(methods)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--package", help="a directory holding the teamvault_mcp package to run the agents on")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory, LocalVault(Path(directory) / "vault") as vault:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": directory,
+            "TEAM_VAULT_URL": vault.url,
+            "TEAM_VAULT_API_KEY": vault.api_key,
+            "TEAM_VAULT_PROJECT_ID": vault.project_id,
+            "TEAM_VAULT_CACHE_DIR": "off",
+            "TEAM_VAULT_LOG_LEVEL": "error",
+        }
+        if options.package:
+            env["PYTHONPATH"] = options.package
+        agents = [Agent(env, options.package) for _ in range(AGENTS)]
+        for agent in agents:
+            agent.answer(
+                agent.send(
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "bench", "version": "1"},
+                    },
+                )
+            )
+        print(f"agents: {AGENTS} processes on {options.package or 'this checkout'}")
+        trials = options.trials
+        try:
+            for conditional in (False, True):
+                vault.state.conditional_writes = conditional
+                kind = (
+                    "with conditional writes (If-Match)"
+                    if conditional
+                    else "without conditional writes (today's server)"
+                )
+                print(f"\nthe vault {kind}")
+                print(f"  1. {AGENTS} appenders at once, {trials} trials: {appenders(vault, agents, trials)}")
+                print(f"  2. two agents, one expectedHash: {pairs(vault, agents, options.rounds)}")
+                print(f"  3. the README's recipe, {AGENTS} agents, {trials} trials: {recipe(vault, agents, trials)}")
+                print(f"  4. no race: {cost(vault, agents)}")
+        finally:
+            for agent in agents:
+                agent.close()
+
+
+if __name__ == "__main__":
+    main()
