@@ -161,6 +161,12 @@ def _parser() -> argparse.ArgumentParser:
         help="ignore If-Match (no 412, no ETag), as the public Team Vault server does: for testing clients against it",
     )
     vault.add_argument(
+        "--without-folder-download",
+        action="store_true",
+        help="leave out GET .../folders/download (an unknown route, 404), as on servers without it: "
+        "for testing clients against them",
+    )
+    vault.add_argument(
         "--max-connections",
         type=int,
         metavar="N",
@@ -541,6 +547,7 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                 idempotency=not args.without_idempotency,
                 conditional_writes=not args.without_conditional_writes,
                 max_connections=args.max_connections,
+                folder_download=not args.without_folder_download,
             )
         except (OSError, sqlite3.Error) as error:
             if isinstance(error, OSError) and not error.filename:  # binding the address, not the directory

@@ -6,6 +6,8 @@ our own end-to-end tests: ``teamvault-mcp local-vault`` serves it over HTTP, and
 
     store.py          the SQLite database and the content-addressed blobs; the API's rules
     app.py            the HTTP pipeline and routes: framing, auth, idempotency, fault injection
+    archives.py       folder archives (GET …/folders/download): the checks, the entries, the zip
+    streaming.py      a body sent as it is made: chunked transfer encoding
     preconditions.py  If-Match, the extension for conditional writes
     limits.py         connection cap, shedding, head deadlines: no client can lock the vault up
     keys.py           API keys: the start key, added keys, revocation, the ``keys`` command
@@ -103,7 +105,8 @@ class LocalVault:
     long as this vault runs: the start key is the only one of its kind (keys.py).
     ``conditional_writes`` turns the If-Match extension on (preconditions.py);
     ``max_connections`` (default: from the open-file limit) and ``head_timeout`` bound
-    what clients can hold (limits.py).
+    what clients can hold (limits.py). ``folder_download=False`` leaves out
+    ``GET …/folders/download`` (archives.py), to stand in for servers without it.
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class LocalVault:
         conditional_writes: bool = True,
         max_connections: int | None = None,
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+        folder_download: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir)
         cap = default_max_connections() if max_connections is None else max_connections
@@ -134,6 +138,7 @@ class LocalVault:
                 idempotency=idempotency,
                 conditional_writes=conditional_writes,
                 connections=self.connections,
+                folder_download=folder_download,
             )
             self.project_id, self.api_key = self._bootstrap(api_key)
             handler = type("Handler", (VaultHandler,), {"state": self.state})

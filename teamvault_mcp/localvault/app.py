@@ -7,7 +7,9 @@ and only then is the body read (without a valid key it is never read, and the
 connection is closed after the answer) → route (404/405) → injected fault → auth (401)
 → project (404) → permission (403) → idempotency (replay, 409 in use, 422 mismatch) →
 the route's work in the :class:`~teamvault_mcp.localvault.store.Store`, where
-``If-Match`` is checked in the write's own transaction (412) → the answer. The order of
+``If-Match`` is checked in the write's own transaction (412) → the answer, with a
+``Content-Length``, or chunked when it is made as it is sent (a folder archive:
+archives.py, streaming.py). The order of
 the answers is the real server's (teamvault-api.md §1.2), with the proxy's refusals
 first. Anything that escapes becomes a bare 500, as Next.js answers an uncaught exception.
 
@@ -32,6 +34,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, NoReturn
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from teamvault_mcp.localvault.archives import folder_archive
 from teamvault_mcp.localvault.faults import Fault, FaultPlan
 from teamvault_mcp.localvault.limits import BUSY, HEAD, IDLE, Connections, DeadlineReader, Limits
 from teamvault_mcp.localvault.multipart import MultipartError, Part, parse_form
@@ -45,6 +48,7 @@ from teamvault_mcp.localvault.store import (
     User,
     VaultError,
 )
+from teamvault_mcp.localvault.streaming import CHUNK_SIZE, ChunkedBody, StreamBroken
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +63,9 @@ _DIGITS = re.compile(r"[0-9]+")  # not \d: that takes other scripts' digits too
 _HEADER_LINE_DEFECTS = (email.errors.MissingHeaderBodySeparatorDefect, email.errors.FirstHeaderLineIsContinuationDefect)
 
 _ID = r"([^/]+)"
+Route = tuple[re.Pattern[str], dict[str, str]]
 #: (pattern, {method: route name}); a route name is a VaultHandler method ``route_<name>``.
-ROUTES: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
+ROUTES: tuple[Route, ...] = (
     (re.compile(r"/api/auth/me"), {"GET": "me"}),
     (re.compile(r"/api/projects"), {"GET": "projects"}),
     (re.compile(rf"/api/projects/{_ID}"), {"GET": "project"}),
@@ -73,6 +78,8 @@ ROUTES: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
     (re.compile(rf"/api/projects/{_ID}/files/{_ID}/versions/{_ID}"), {"GET": "version", "OPTIONS": "preflight"}),
     (re.compile(rf"/api/projects/{_ID}/folders"), {"PATCH": "move_folder", "DELETE": "delete_folder"}),
 )
+#: Left out with ``LocalVault(folder_download=False)``: then it is an unknown route, as on servers without it.
+FOLDER_DOWNLOAD_ROUTE: Route = (re.compile(rf"/api/projects/{_ID}/folders/download"), {"GET": "download_folder"})
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -82,6 +89,8 @@ class Answer:
     body: bytes = b""
     content_type: str | None = "application/json"
     headers: tuple[tuple[str, str], ...] = ()
+    #: Writes a body made as it is sent, instead of ``body``: it goes out chunked (streaming.py).
+    stream: Callable[[ChunkedBody], object] | None = None
 
     @classmethod
     def json(cls, status: int, payload: Any) -> Answer:
@@ -116,8 +125,14 @@ class VaultState:
     in_flight: dict[Scope, str] = field(default_factory=dict)  # scope → fingerprint
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_purge: float = 0.0
-    #: Set when the vault stops: injected delays, drips and hangs end at once.
+    #: Set when the vault stops: injected delays, drips and hangs end at once, and so do streamed answers.
     stopping: threading.Event = field(default_factory=threading.Event)
+    #: False leaves out GET …/folders/download, as on servers older than it (teamvault-api.md §5.3).
+    folder_download: bool = True
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        return (*ROUTES, FOLDER_DOWNLOAD_ROUTE) if self.folder_download else ROUTES
 
 
 @dataclass
@@ -239,7 +254,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         path = url.path
         user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))
         body = self._read_body(length) if user is not None else self._leave_body(length)
-        route = _route(path)
+        route = _route(path, self.state.routes)
         if route is None:
             return Answer.error(VaultError(404, "not_found", f"Нет такого маршрута: {path}"))
         params, methods = route
@@ -440,6 +455,11 @@ class VaultHandler(BaseHTTPRequestHandler):
         content = self.state.store.version_content(request.project_id, request.params[1], request.params[2])
         return Answer(200, content, "application/octet-stream", _cors())
 
+    def route_download_folder(self, request: Request) -> Answer:
+        archive = folder_archive(self.state.store, request.project_id, request.arg("path"))
+        disposition = (("Content-Disposition", archive.content_disposition),)
+        return Answer(200, b"", "application/zip", disposition, stream=archive.write_to)
+
     def route_move_folder(self, request: Request) -> Answer:
         body = _json_body(request.body)
         path, new_path = body.get("path"), body.get("newPath")
@@ -513,17 +533,43 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     def _send(self, answer: Answer, started: float) -> None:
         self.send_response(answer.status)
-        if answer.content_type is not None:
-            self.send_header("Content-Type", answer.content_type)
-        self.send_header("Content-Length", str(len(answer.body)))
-        for name, value in self._extension_headers() + answer.headers:
-            self.send_header(name, value)
+        self._framing_headers(answer)
         if self.close_connection and not any(name.lower() == "connection" for name, _ in answer.headers):
             self.send_header("Connection", "close")
         self.send_header("Server-Timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}")
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if answer.stream is None:
             self.wfile.write(answer.body)
+        else:
+            self._stream(answer, self.state.stopping.is_set)
+
+    def _framing_headers(self, answer: Answer) -> None:
+        if answer.content_type is not None:
+            self.send_header("Content-Type", answer.content_type)
+        if answer.stream is None:
+            self.send_header("Content-Length", str(len(answer.body)))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+        for name, value in self._extension_headers() + answer.headers:
+            self.send_header(name, value)
+
+    def _stream(self, answer: Answer, pause: Callable[[], bool], chunk_size: int = CHUNK_SIZE) -> None:
+        """Send the body as ``answer.stream`` makes it; one that breaks off closes the connection, unfinished."""
+        assert answer.stream is not None
+        body = ChunkedBody(self.wfile, pause=pause, chunk_size=chunk_size)
+        try:
+            answer.stream(body)
+            body.finish()
+        except StreamBroken as broken:
+            log.debug("%s %s: the answer broke off: %s", self.command, self.path, broken)
+            self.close_connection = True
+        except OSError:  # reading the data failed midway (a disk error): the client must not take it for whole
+            log.exception("%s %s: the answer broke off", self.command, self.path)
+            self.close_connection = True
+        finally:
+            body.close()
 
     def _extension_headers(self) -> tuple[tuple[str, str], ...]:
         if self.state.conditional_writes and self.path.startswith("/api/"):
@@ -555,13 +601,12 @@ class VaultHandler(BaseHTTPRequestHandler):
 
     def _drip(self, answer: Answer, interval: float) -> None:
         self.send_response(answer.status)
-        if answer.content_type is not None:
-            self.send_header("Content-Type", answer.content_type)
-        self.send_header("Content-Length", str(len(answer.body)))
-        for name, value in self._extension_headers() + answer.headers:
-            self.send_header(name, value)
+        self._framing_headers(answer)
         self.end_headers()
         self.wfile.flush()
+        if answer.stream is not None:  # a chunk of one byte each
+            self._stream(answer, lambda: self.state.stopping.wait(interval), chunk_size=1)
+            return
         try:
             for index in range(len(answer.body)):
                 self.wfile.write(answer.body[index : index + 1])
@@ -572,8 +617,8 @@ class VaultHandler(BaseHTTPRequestHandler):
             pass  # the client gave up: that is the point of dripping
 
 
-def _route(path: str) -> tuple[tuple[str, ...], dict[str, str]] | None:
-    for pattern, methods in ROUTES:
+def _route(path: str, routes: tuple[Route, ...]) -> tuple[tuple[str, ...], dict[str, str]] | None:
+    for pattern, methods in routes:
         match = pattern.fullmatch(path)
         if match:
             return tuple(unquote(group) for group in match.groups()), methods

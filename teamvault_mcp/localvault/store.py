@@ -493,6 +493,20 @@ class Store:
             raise not_found("Файл отсутствует в хранилище", "file_missing_on_disk")
         return file, content
 
+    def contents_under(self, project_id: str, folder: str) -> list[tuple[str, str, str]]:
+        """``(path, content_hash, updated_at)`` of each live file under ``folder/`` (nested too), by path.
+
+        Three columns, not a :class:`FileRow`: a folder archive keeps them for every file until it is sent.
+        """
+        prefix = folder + "/"
+        with self.read() as db:
+            rows: list[tuple[str, str, str]] = db.execute(
+                "SELECT path, content_hash, updated_at FROM files WHERE project_id = ? AND deleted_at IS NULL "
+                "AND path >= ? AND substr(path, 1, ?) = ? ORDER BY path",
+                (project_id, prefix, len(prefix), prefix),
+            ).fetchall()
+        return rows
+
     def versions(self, project_id: str, file_id: str) -> list[dict[str, Any]]:
         with self.read() as db:
             self.any_file(db, project_id, file_id)  # versions remain after a delete
