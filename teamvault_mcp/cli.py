@@ -217,7 +217,7 @@ def call_examples() -> list[str]:
     A tool gives a line when it has an optional argument of a kind not shown yet; the line holds its
     required arguments and those new ones (the first of each kind).
     """
-    from teamvault_mcp.tools import TOOLS  # only for the help: start-up does not pay for the table
+    from teamvault_mcp.tools.spec import TOOLS  # only for the help: start-up does not pay for the table
 
     shown: set[str] = set()
     lines = []
@@ -260,7 +260,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return _config_failure(error)
     _configure_logging(config.log_level, config.api_key)
 
-    from teamvault_mcp.server import CANCEL_GRACE, ServeStop, serve
+    from teamvault_mcp.server.runner import CANCEL_GRACE, ServeStop, serve
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         serve(config)
@@ -409,7 +409,7 @@ def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     import anyio
 
-    from teamvault_mcp.server import ToolRunner
+    from teamvault_mcp.server.runner import ToolRunner
 
     runner = ToolRunner(config)
     runner.wait_for_schemas()  # an upsert_<schema> tool exists once its schema note is read
@@ -586,7 +586,7 @@ def _config_failure(error: ConfigError) -> int:
 
 
 def _configure_logging(level: str, api_key: str | None = None) -> None:
-    from teamvault_mcp.redact import RedactingFilter
+    from teamvault_mcp.text.redact import RedactingFilter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{PROG} %(levelname)s %(name)s: %(message)s"))

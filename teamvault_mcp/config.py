@@ -192,7 +192,7 @@ def _number(
 
 
 def _cache_dir(environ: Mapping[str, str], problems: list[str]) -> Path | None:
-    from teamvault_mcp.cache import default_cache_dir
+    from teamvault_mcp.vault.cache import default_cache_dir
 
     raw = environ.get("TEAM_VAULT_CACHE_DIR", "").strip()
     if raw.lower() == "off":
@@ -220,7 +220,7 @@ def _absolute_path(environ: Mapping[str, str], name: str, problems: list[str]) -
 def _folder(name: str, item: str, problems: list[str], *, shown: str | None = None) -> str | None:
     """``./agents`` → ``agents/``: a folder in the server's stored spelling, or None (a problem noted)."""
     from teamvault_mcp.errors import InvalidPathError
-    from teamvault_mcp.paths import stored_path_of
+    from teamvault_mcp.text.paths import stored_path_of
 
     try:
         return stored_path_of(item, incoming=True) + "/"

@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config, load_config
 from teamvault_mcp.errors import (
     ConfigError,
@@ -40,8 +39,9 @@ from teamvault_mcp.errors import (
     printable,
     server_said,
 )
-from teamvault_mcp.redact import Redactor
-from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock
+from teamvault_mcp.text.redact import Redactor
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, RetryPolicy, SystemClock
 
 #: The checks, in the order they run and are reported.
 CHECKS = ("config", "dns", "tcp", "tls", "key", "project", "latency", "write", "idempotency", "schemas")
@@ -155,7 +155,7 @@ class Doctor:
     # -- DNS, TCP, TLS ---------------------------------------------------------------------------
 
     def _way_to_server(self, config: Config) -> bool:
-        from teamvault_mcp.http import environment_settings
+        from teamvault_mcp.vault.transport import environment_settings
 
         url = urlsplit(config.base_url)
         host = url.hostname or ""
@@ -418,7 +418,7 @@ class Doctor:
         if project is None:
             self._add("schemas", "skip", "skipped: no readable default project")
             return
-        from teamvault_mcp.structured import SchemaRegistry
+        from teamvault_mcp.tools.schemas import SchemaRegistry
 
         registry = SchemaRegistry(project.id, config.schema_dir)
         with self._client(config) as client:
@@ -444,7 +444,7 @@ class Doctor:
     @contextmanager
     def _client(self, config: Config) -> Iterator[Any]:
         """A client as a tool call gets one, with a budget of its own for each part of the check."""
-        from teamvault_mcp.client import TeamVaultClient
+        from teamvault_mcp.vault.client import TeamVaultClient
 
         clock = SystemClock()
         client = TeamVaultClient(

@@ -16,9 +16,9 @@ from network_guard import (  # noqa: F401  (hooks imported here are registered b
     watch_mock,
 )
 
-from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
-from teamvault_mcp.retry import Budget, RetryPolicy
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, RetryPolicy
 
 BASE = "http://vault.test"
 API_KEY = "osync_" + "5ec2e7" * 10 + "abcd"
@@ -66,7 +66,7 @@ class FakeClock:
 def _close_http_pools() -> Iterator[None]:
     """Pooled keep-alive connections outlive a call; they are closed when the test ends."""
     yield
-    from teamvault_mcp.http import close_all_pools
+    from teamvault_mcp.vault.transport import close_all_pools
 
     close_all_pools()
 
@@ -104,7 +104,7 @@ def make_config(**overrides: Any) -> Config:
 @pytest.fixture
 def make_client(clock: FakeClock) -> Iterator[Callable[..., Any]]:
     """Build a TeamVaultClient on the fake clock: ``make_client(budget=45, policy=RetryPolicy())``."""
-    from teamvault_mcp.client import TeamVaultClient
+    from teamvault_mcp.vault.client import TeamVaultClient
 
     made: list[TeamVaultClient] = []
 

@@ -21,11 +21,11 @@ from conftest import make_config
 from mcp import Client
 from waiting import await_until
 
-from teamvault_mcp.audit import AuditLog
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.audit import AuditLog
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 pytestmark = pytest.mark.anyio
 

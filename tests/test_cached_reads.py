@@ -12,8 +12,8 @@ from mcp import Client
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 pytestmark = pytest.mark.anyio
 

@@ -331,9 +331,9 @@ def test_an_echoed_key_is_scrubbed_from_error_texts(http_mock: responses.Request
 def test_a_key_with_characters_that_url_encoding_changes_is_scrubbed_in_both_spellings(
     http_mock: responses.RequestsMock, clock
 ) -> None:
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient
-    from teamvault_mcp.retry import Budget, RetryPolicy
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget, RetryPolicy
 
     key = "k/ey+with=odd&chars"
     body = f"raw {key} encoded {quote(key, safe='')} lower {quote(key, safe='').lower()} plus {quote_plus(key)}"
@@ -440,9 +440,9 @@ def test_a_user_without_an_id_is_an_unexpected_answer(http_mock: responses.Reque
 def test_an_answer_over_the_size_limit_is_not_read_on(
     http_mock: responses.RequestsMock, make_client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import teamvault_mcp.http
+    import teamvault_mcp.vault.transport
 
-    monkeypatch.setattr(teamvault_mcp.http, "MAX_ANSWER_BYTES", 1000)
+    monkeypatch.setattr(teamvault_mcp.vault.transport, "MAX_ANSWER_BYTES", 1000)
     http_mock.get(f"{FILES}/f1", body=b"x" * 1001)
     http_mock.get(f"{FILES}/f2", body=b"x" * 1000)
     client = make_client()

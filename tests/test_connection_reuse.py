@@ -20,11 +20,11 @@ from loopback import Exchange, hang, json_answer, loopback_server
 from mcp import Client
 from waiting import GENEROUS, assert_within, await_until
 
-from teamvault_mcp import http as http_module
-from teamvault_mcp.cancel import AttemptGuard, CancelToken
 from teamvault_mcp.errors import CallCancelledError, NetworkError
-from teamvault_mcp.http import HttpPool, HttpSession
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.vault import transport as http_module
+from teamvault_mcp.vault.interrupt import AttemptGuard, CancelToken
+from teamvault_mcp.vault.transport import HttpPool, HttpSession
 
 FILES = f"/api/projects/{PROJECT}/files"
 ME = json_answer(200, {"user": {"id": "u1", "email": "a@b.c", "name": "A"}})

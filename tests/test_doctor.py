@@ -25,7 +25,7 @@ from teamvault_mcp.config import Config
 from teamvault_mcp.doctor import CHECKS, Check, Doctor
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy
+from teamvault_mcp.vault.retry import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = "/api/projects/*/files"

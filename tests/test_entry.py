@@ -166,7 +166,7 @@ def test_a_tool_call_over_stdio_with_debug_logging_never_shows_the_key() -> None
 
 def test_start_up_does_not_import_requests() -> None:
     # The first request, initialize, needs no HTTP client: it is loaded by the first tool call.
-    code = "import sys, teamvault_mcp.cli, teamvault_mcp.server; print('requests' in sys.modules)"
+    code = "import sys, teamvault_mcp.cli, teamvault_mcp.server.runner; print('requests' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "False"
 

@@ -11,11 +11,11 @@ import pytest
 from conftest import make_config
 from mcp import Client
 
-from teamvault_mcp import frontmatter
-from teamvault_mcp.frontmatter import FrontMatterError
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.text import frontmatter
+from teamvault_mcp.text.frontmatter import FrontMatterError
+from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 #: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt
 #: can take over a second, and one cut at 0.5 s was retried and answered `replayed` (issue 12).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from teamvault_mcp.errors import InvalidPathError
-from teamvault_mcp.paths import (
+from teamvault_mcp.text.paths import (
     is_unsafe_for_windows,
     is_windows_alias,
     name_key,

@@ -20,7 +20,7 @@ from teamvault_mcp.errors import (
     OutOfTimeError,
     TeamVaultError,
 )
-from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock, parse_retry_after, run_with_retries
+from teamvault_mcp.vault.retry import Budget, RetryPolicy, SystemClock, parse_retry_after, run_with_retries
 
 POLICY = RetryPolicy()
 

@@ -15,14 +15,14 @@ from conftest import make_config
 from mcp import Client
 from waiting import GENEROUS, assert_within
 
-from teamvault_mcp import server as server_module
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.frontmatter import read as read_frontmatter
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server import runner as server_module
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.text.frontmatter import read as read_frontmatter
+from teamvault_mcp.text.schemas import Schema, SchemaProblem, parse_schema_note
+from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 #: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt
 #: can take over a second, and one cut at 0.5 s was retried and answered `replayed` (issue 12).

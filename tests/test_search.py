@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
-from teamvault_mcp.search import (
+from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
+from teamvault_mcp.text.search import (
     BM25,
     SNIPPET_CHARS,
     Candidate,

@@ -15,8 +15,8 @@ from mcp import Client
 from waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 pytestmark = pytest.mark.anyio
 
@@ -256,11 +256,11 @@ def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vau
     # Over MCP the SDK drops the answer to a cancelled call; the `call` command and any other caller keep it.
     import threading
 
-    from teamvault_mcp.calls import ToolContext
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient
-    from teamvault_mcp.retry import Budget
-    from teamvault_mcp.searching import search_notes
+    from teamvault_mcp.tools.context import ToolContext
+    from teamvault_mcp.tools.search import search_notes
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget
 
     runner = vault.runner()
     for i in range(12):

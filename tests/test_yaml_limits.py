@@ -13,13 +13,13 @@ import pytest
 from conftest import FakeClock, make_config
 from mcp import Client
 
-from teamvault_mcp import frontmatter, yamltext
-from teamvault_mcp.frontmatter import FrontMatterError
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import Clock, RetryPolicy, SystemClock
-from teamvault_mcp.schemas import SchemaProblem, parse_schema_note
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.text import frontmatter, yamltext
+from teamvault_mcp.text.frontmatter import FrontMatterError
+from teamvault_mcp.text.schemas import SchemaProblem, parse_schema_note
+from teamvault_mcp.vault.retry import Clock, RetryPolicy, SystemClock
 
 FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=2.0)
 
@@ -325,12 +325,12 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
     # check. (The clock stands in for the host: it cancels when the parse first looks at the time.)
     import traceback
 
-    from teamvault_mcp.calls import ToolContext
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient
     from teamvault_mcp.errors import CallCancelledError
-    from teamvault_mcp.retry import Budget
-    from teamvault_mcp.structured import read_frontmatter
+    from teamvault_mcp.tools.context import ToolContext
+    from teamvault_mcp.tools.schemas import read_frontmatter
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget
 
     token = CancelToken()
     checks: list[float] = []

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import TeamVaultError
-from teamvault_mcp.textdiff import newline_of, with_newline
+from teamvault_mcp.text.diff import newline_of, with_newline
 
 if TYPE_CHECKING:  # yamltext imports ruamel.yaml, which start-up does not need
-    from teamvault_mcp.yamltext import Check, Loaded, YamlProblem
+    from teamvault_mcp.text.yamltext import Check, Loaded, YamlProblem
 
 BOM = "\ufeff"
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -141,7 +141,7 @@ def update(
 
 def to_json(value: Any) -> Any:
     """A YAML value as JSON: mappings with string keys, dates as ISO text, odd scalars as text."""
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     return yamltext.to_json(value)
 
@@ -153,7 +153,7 @@ def _load(text: str, path: str, check: Check | None) -> Loaded:
     """The YAML ``text`` as ruamel's round-trip mapping (empty for an empty block), within the limits."""
     from ruamel.yaml.comments import CommentedMap
 
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     try:
         loaded = yamltext.load(text, check)
@@ -170,7 +170,7 @@ def _load(text: str, path: str, check: Check | None) -> Loaded:
 
 
 def _fields(loaded: Loaded, path: str, check: Check | None) -> dict[str, Any]:
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     try:
         fields: dict[str, Any] = yamltext.json_of(loaded.data, check)
@@ -199,7 +199,7 @@ def _applied(current: dict[str, Any], changes: Mapping[str, Any], remove: Sequen
 
 def _written_back(block: str, path: str, check: Check | None) -> Any:
     """The new ``block`` read as front matter (see :func:`_read_back`); refused when it is past the size limit."""
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     size = len(block.encode("utf-8", errors="surrogatepass"))
     if size > yamltext.MAX_BLOCK_BYTES:
@@ -213,7 +213,7 @@ def _written_back(block: str, path: str, check: Check | None) -> Any:
 
 def _read_back(text: str, check: Check | None) -> Any:
     """``text`` read as front matter; None when it does not read as key: value pairs (or is past a limit)."""
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     try:
         loaded = yamltext.load(text, check)
@@ -262,7 +262,7 @@ def _refuse_revived(loaded: Loaded, written: Any, remove: Sequence[str], path: s
 
 
 def _check_depth(changes: Mapping[str, Any]) -> None:
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     # The top-level mapping is level 1 and a field's value level 2: what may nest inside it is the rest.
     inside = yamltext.MAX_DEPTH - 2
@@ -349,7 +349,7 @@ def _entries(values: Mapping[Any, Any], newline: str, sequence_at_column_0: bool
 
 
 def _dump(data: Any, newline: str, sequence_at_column_0: bool) -> str:
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     buffer = io.StringIO()
     yamltext.dumper(sequence_at_column_0=sequence_at_column_0).dump(data, buffer)

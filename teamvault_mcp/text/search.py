@@ -25,8 +25,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache
 
-from teamvault_mcp.markdown import Document, Heading, parse, split_lines
-from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
+from teamvault_mcp.text.markdown import Document, Heading, parse, split_lines
+from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
 
 SNIPPET_CHARS = 160
 HITS_PER_NOTE = 3

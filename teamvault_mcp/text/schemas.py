@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from teamvault_mcp.errors import InvalidPathError, ToolInputError
-from teamvault_mcp.paths import stored_path_of
+from teamvault_mcp.text.paths import stored_path_of
 
 TYPES = ("string", "number", "integer", "boolean", "date", "enum", "array", "object")
 #: Types a path component may have: they give one readable path segment.
@@ -281,7 +281,7 @@ def schema_block(text: str) -> str:
 
 
 def parse_schema_note(path: str, text: str) -> Schema:
-    from teamvault_mcp import yamltext
+    from teamvault_mcp.text import yamltext
 
     block = schema_block(text)
     try:

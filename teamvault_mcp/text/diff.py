@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 
-from teamvault_mcp.markdown import split_lines
+from teamvault_mcp.text.markdown import split_lines
 
 #: A diff shown inside an error message stops after this many lines.
 SHORT_DIFF_LINES = 40

@@ -17,18 +17,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from teamvault_mcp.answers import (
-    content_hash,
-    decode_json,
-    file_type_of,
-    identifier,
-    project_record,
-    server_words,
-    size_of,
-    user_record,
-    version_record,
-)
-from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import (
     BODY_EXCERPT_CHARS,
     CallCancelledError,
@@ -39,9 +27,21 @@ from teamvault_mcp.errors import (
     UnexpectedAnswerError,
     printable,
 )
-from teamvault_mcp.http import Answer, HttpPool, HttpSession
-from teamvault_mcp.redact import Redactor
-from teamvault_mcp.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
+from teamvault_mcp.text.redact import Redactor
+from teamvault_mcp.vault.answers import (
+    content_hash,
+    decode_json,
+    file_type_of,
+    identifier,
+    project_record,
+    server_words,
+    size_of,
+    user_record,
+    version_record,
+)
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
+from teamvault_mcp.vault.transport import Answer, HttpPool, HttpSession
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,6 @@ import mimetypes
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
-from teamvault_mcp.editing import Edit, apply_edits, edits_from_patch
 from teamvault_mcp.errors import (
     CallCancelledError,
     ChangedMeanwhileError,
@@ -22,8 +20,10 @@ from teamvault_mcp.errors import (
     TeamVaultError,
     ToolInputError,
 )
-from teamvault_mcp.paths import stored_path_of
-from teamvault_mcp.writes import (
+from teamvault_mcp.text.edits import Edit, apply_edits, edits_from_patch
+from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.writes import (
     Mode,
     describe,
     expect,
@@ -36,7 +36,7 @@ from teamvault_mcp.writes import (
 )
 
 if TYPE_CHECKING:
-    from teamvault_mcp.client import VaultFile
+    from teamvault_mcp.vault.client import VaultFile
 
 
 def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

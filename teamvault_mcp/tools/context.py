@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import EditFailedError, NoProjectError, NoteNotFoundError, NotTextError
-from teamvault_mcp.paths import stored_path_of
+from teamvault_mcp.text.paths import stored_path_of
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
-    from teamvault_mcp.cache import ContentCache
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient, VaultFile
-    from teamvault_mcp.retry import Budget
-    from teamvault_mcp.search import SearchIndex
-    from teamvault_mcp.structured import SchemaRegistry
+    from teamvault_mcp.text.search import SearchIndex
+    from teamvault_mcp.tools.schemas import SchemaRegistry
+    from teamvault_mcp.vault.cache import ContentCache
+    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget
 
 #: Reports progress to the host, if it asked for it: (done, total, message).
 Progress = Callable[[float, float | None, str], None]

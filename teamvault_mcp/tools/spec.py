@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.history import diff_note_versions, list_note_versions, read_note_version, restore_note_version
-from teamvault_mcp.notes import delete_note, edit_note, list_projects, move_note, whoami, write_note
-from teamvault_mcp.reading import (
+from teamvault_mcp.text.schemas import Schema
+from teamvault_mcp.tools.context import ToolContext, ToolOutput
+from teamvault_mcp.tools.history import diff_note_versions, list_note_versions, read_note_version, restore_note_version
+from teamvault_mcp.tools.notes import delete_note, edit_note, list_projects, move_note, whoami, write_note
+from teamvault_mcp.tools.reading import (
     DEFAULT_EXCERPT_CHARS,
     DEFAULT_LIST_LIMIT,
     OUTLINE_HEADINGS,
@@ -26,9 +27,8 @@ from teamvault_mcp.reading import (
     read_note,
     read_notes,
 )
-from teamvault_mcp.schemas import Schema
-from teamvault_mcp.searching import DEFAULT_FOUND, DEFAULT_HITS, find_notes, search_notes
-from teamvault_mcp.structured import list_schemas, read_frontmatter, reload_schemas, update_frontmatter, upsert
+from teamvault_mcp.tools.schemas import list_schemas, read_frontmatter, reload_schemas, update_frontmatter, upsert
+from teamvault_mcp.tools.search import DEFAULT_FOUND, DEFAULT_HITS, find_notes, search_notes
 
 #: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
@@ -233,7 +233,7 @@ Handler = Callable[[ToolContext, Mapping[str, Any]], ToolOutput]
 
 
 class ArgumentSpec(Protocol):
-    """Arguments that are not a list of :class:`Param` (a :class:`~teamvault_mcp.schemas.Schema`)."""
+    """Arguments that are not a list of :class:`Param` (a :class:`~teamvault_mcp.text.schemas.Schema`)."""
 
     def json_schema(self) -> dict[str, Any]: ...
 

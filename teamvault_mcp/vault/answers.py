@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any
 
-from teamvault_mcp.wire import SURROGATE_ESCAPE, fix_strings_in_place
+from teamvault_mcp.text.wire import SURROGATE_ESCAPE, fix_strings_in_place
 
 
 def content_hash(value: Any) -> str | None:

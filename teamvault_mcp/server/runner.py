@@ -27,10 +27,6 @@ import mcp.types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 
 from teamvault_mcp import __version__
-from teamvault_mcp.audit import AuditLog, write_outcome
-from teamvault_mcp.cache import CacheRoot, ContentCache
-from teamvault_mcp.calls import Progress, ToolContext, ToolOutput
-from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import (
     CallCancelledError,
@@ -40,17 +36,21 @@ from teamvault_mcp.errors import (
     WriteScopeError,
     write_failure_text,
 )
-from teamvault_mcp.paths import stored_path_of
-from teamvault_mcp.redact import Redactor
-from teamvault_mcp.retry import Budget, Clock, RetryPolicy, SystemClock
-from teamvault_mcp.search import SearchIndex
-from teamvault_mcp.stdio import serve_stdio
-from teamvault_mcp.structured import SCHEMA_LOAD_LIMIT, SchemaRegistry, SchemaSet
-from teamvault_mcp.tools import Tool, tools_for
-from teamvault_mcp.wire import map_strings, nesting_depth, valid_unicode
+from teamvault_mcp.server.audit import AuditLog, write_outcome
+from teamvault_mcp.server.stdio import serve_stdio
+from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.text.redact import Redactor
+from teamvault_mcp.text.search import SearchIndex
+from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
+from teamvault_mcp.tools.context import Progress, ToolContext, ToolOutput
+from teamvault_mcp.tools.schemas import SCHEMA_LOAD_LIMIT, SchemaRegistry, SchemaSet
+from teamvault_mcp.tools.spec import Tool, tools_for
+from teamvault_mcp.vault.cache import CacheRoot, ContentCache
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
 
 if TYPE_CHECKING:
-    from teamvault_mcp.client import TeamVaultClient
+    from teamvault_mcp.vault.client import TeamVaultClient
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class ToolRunner:
 
     def http_pool(self) -> Any:
         """The keep-alive connections to the server, shared by all calls of this runner."""
-        from teamvault_mcp.http import HttpPool
+        from teamvault_mcp.vault.transport import HttpPool
 
         with self._active_lock:
             if self._pool is None:
@@ -145,7 +145,7 @@ class ToolRunner:
         registry = self.schemas
 
         def load() -> None:
-            from teamvault_mcp.client import TeamVaultClient
+            from teamvault_mcp.vault.client import TeamVaultClient
 
             client = TeamVaultClient(
                 self.config.base_url,
@@ -307,7 +307,7 @@ class ToolRunner:
         self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
     ) -> ToolOutput | TeamVaultError:
         """The worker thread's part: one client for the call, the handler, errors as values."""
-        from teamvault_mcp.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
+        from teamvault_mcp.vault.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
 
         with self._active_lock:
             self._active.add(token)

@@ -2,9 +2,9 @@
 
 Two things can end an attempt from outside the worker thread that is blocked in
 ``requests``: the host cancels the tool call, or the attempt's time limit runs out.
-Both shut the attempt's sockets down (see :mod:`teamvault_mcp.cancel`). To reach
+Both shut the attempt's sockets down (see :mod:`teamvault_mcp.vault.interrupt`). To reach
 the sockets, the urllib3 connection classes here register themselves with the
-:class:`~teamvault_mcp.cancel.AttemptGuard` running on their thread when they
+:class:`~teamvault_mcp.vault.interrupt.AttemptGuard` running on their thread when they
 connect and when they send. The TCP connect and the TLS handshake cannot be
 interrupted this way; they are bounded by the connect timeout, and a stop that
 arrives meanwhile is applied the moment they return.
@@ -35,7 +35,6 @@ from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from teamvault_mcp import __version__
-from teamvault_mcp.cancel import AttemptGuard, CancelToken, stop_when_expired
 from teamvault_mcp.errors import (
     AttemptTimeoutError,
     CallCancelledError,
@@ -45,6 +44,7 @@ from teamvault_mcp.errors import (
     UnexpectedAnswerError,
     printable,
 )
+from teamvault_mcp.vault.interrupt import AttemptGuard, CancelToken, stop_when_expired
 
 log = logging.getLogger(__name__)
 

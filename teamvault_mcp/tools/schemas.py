@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp import frontmatter
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
-from teamvault_mcp.notes import mime_type_for
-from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
-from teamvault_mcp.textdiff import unified_diff
-from teamvault_mcp.writes import VERIFIED, expect, rewrite, settle_content
+from teamvault_mcp.text import frontmatter
+from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.text.schemas import Schema, SchemaProblem, parse_schema_note
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.notes import mime_type_for
+from teamvault_mcp.tools.writes import VERIFIED, expect, rewrite, settle_content
 
 if TYPE_CHECKING:
-    from teamvault_mcp.client import TeamVaultClient
+    from teamvault_mcp.vault.client import TeamVaultClient
 
 log = logging.getLogger(__name__)
 

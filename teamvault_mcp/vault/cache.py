@@ -47,7 +47,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from teamvault_mcp import cachefiles as files
+from teamvault_mcp.vault import cachefiles as files
 
 log = logging.getLogger(__name__)
 

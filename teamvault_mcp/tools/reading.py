@@ -18,10 +18,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output
 from teamvault_mcp.errors import CallCancelledError, SectionNotFoundError, TeamVaultError, ToolInputError
-from teamvault_mcp.markdown import MAX_HEADINGS, Document, Heading, SectionNotFound, find_section, parse, split_lines
-from teamvault_mcp.paths import stored_path_of
+from teamvault_mcp.text.markdown import (
+    MAX_HEADINGS,
+    Document,
+    Heading,
+    SectionNotFound,
+    find_section,
+    parse,
+    split_lines,
+)
+from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output
 
 #: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
 DEFAULT_EXCERPT_CHARS = 100_000

@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from teamvault_mcp.wire import is_valid_unicode, map_strings, nesting_depth, valid_unicode
+from teamvault_mcp.text.wire import is_valid_unicode, map_strings, nesting_depth, valid_unicode
 
 log = logging.getLogger(__name__)
 

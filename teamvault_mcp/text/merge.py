@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from difflib import SequenceMatcher
 
-from teamvault_mcp.markdown import split_lines
+from teamvault_mcp.text.markdown import split_lines
 
 #: Texts with more lines than this are not merged (the matcher is quadratic at worst): a conflict.
 MAX_MERGE_LINES = 50_000

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 from teamvault_mcp.errors import EditFailedError, ToolInputError
-from teamvault_mcp.markdown import split_lines
-from teamvault_mcp.textdiff import newline_of, with_newline
+from teamvault_mcp.text.diff import newline_of, with_newline
+from teamvault_mcp.text.markdown import split_lines
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _HUNK = re.compile(r"@@\s*(?:-(\d+)(?:,\d+)?\s+\+\d+(?:,\d+)?\s*)?@@")

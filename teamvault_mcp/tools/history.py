@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.calls import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.errors import NotTextError, TeamVaultError
-from teamvault_mcp.textdiff import unified_diff
-from teamvault_mcp.writes import Mode, add_story, expect, write_content
+from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.writes import Mode, add_story, expect, write_content
 
 
 def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

@@ -21,11 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
-from teamvault_mcp.reading import folder_prefix
-from teamvault_mcp.regex_subset import UnsafeRegexError
-from teamvault_mcp.search import (
+from teamvault_mcp.text.regex_subset import UnsafeRegexError
+from teamvault_mcp.text.search import (
     BM25,
     REGEX_LINE_SECONDS,
     Candidate,
@@ -36,9 +34,11 @@ from teamvault_mcp.search import (
     find_paths,
     rank,
 )
+from teamvault_mcp.tools.context import ToolContext, ToolOutput
+from teamvault_mcp.tools.reading import folder_prefix
 
 if TYPE_CHECKING:
-    from teamvault_mcp.client import VaultFile
+    from teamvault_mcp.vault.client import VaultFile
 
 PARALLEL_DOWNLOADS = 8
 #: Downloads stop when less than this is left of the call's budget: time to search, rank and answer.

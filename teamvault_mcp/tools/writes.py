@@ -17,7 +17,7 @@
 
   - ``rebase`` — edits (edit_note, update_frontmatter, upsert) without ``expectedHash``:
     the change is made again on top of the colleague's text (re-applied, or merged so
-    their change is kept: :func:`~teamvault_mcp.merge.merge3`) and written again under the
+    their change is kept: :func:`~teamvault_mcp.text.merge.merge3`) and written again under the
     same check, up to :data:`REBASE_ROUNDS` times; when it no longer applies, their text
     is put back and the call fails with :class:`ChangedMeanwhileError`.
   - ``strict`` — any write with ``expectedHash`` ("only if unchanged since I read"): a
@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from teamvault_mcp.calls import Note, ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.errors import (
     CallCancelledError,
     ChangedMeanwhileError,
@@ -47,11 +46,12 @@ from teamvault_mcp.errors import (
     PreconditionFailedError,
     TeamVaultError,
 )
-from teamvault_mcp.merge import merge3, newest_consistent, only_adds, swap_additions
-from teamvault_mcp.textdiff import shortened, unified_diff
+from teamvault_mcp.text.diff import shortened, unified_diff
+from teamvault_mcp.text.merge import merge3, newest_consistent, only_adds, swap_additions
+from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, json_output, sha256_hex
 
 if TYPE_CHECKING:
-    from teamvault_mcp.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
 
 T = TypeVar("T")
 
