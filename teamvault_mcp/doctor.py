@@ -13,6 +13,9 @@ changes nothing either way (teamvault-api.md §11.1).
 
 Status ``fail`` is a required check that failed (exit code 1); ``warn`` is a problem
 the server can run with; ``unknown`` could not be found out; ``skip`` was not tried.
+
+Longer than most modules on purpose: one concern, a list of checks that each need the
+ones before, read top to bottom in the order they run and are reported.
 """
 
 from __future__ import annotations
@@ -418,7 +421,7 @@ class Doctor:
         if project is None:
             self._add("schemas", "skip", "skipped: no readable default project")
             return
-        from teamvault_mcp.tools.schemas import SchemaRegistry
+        from teamvault_mcp.tools.registry import SchemaRegistry
 
         registry = SchemaRegistry(project.id, config.schema_dir)
         with self._client(config) as client:

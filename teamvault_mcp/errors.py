@@ -1,8 +1,8 @@
 """The error tree of teamvault-mcp, and the hint for writes of unknown outcome.
 
-Every failure the package reports is one of these. ``http.py`` and ``client.py``
-turn ``requests``/``urllib3`` failures and HTTP answers into them; ``server.py``
-turns them into tool results. Nothing else translates errors.
+Every failure the package reports is one of these. ``vault/transport.py`` and
+``vault/client.py`` turn ``requests``/``urllib3`` failures and HTTP answers into them;
+``server/runner.py`` turns them into tool results. Nothing else translates errors.
 
     TeamVaultError                  base; ``retryable`` and ``uncertain`` flags
     ├── ConfigError                 bad environment (exit code 1 at start-up)

@@ -24,7 +24,8 @@ from waiting import await_until
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.localvault.store import Change
 from teamvault_mcp.server.audit import AuditLog
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,8 @@ from mcp import Client
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 pytestmark = pytest.mark.anyio

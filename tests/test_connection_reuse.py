@@ -21,7 +21,8 @@ from mcp import Client
 from waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.errors import CallCancelledError, NetworkError
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault import transport as http_module
 from teamvault_mcp.vault.interrupt import AttemptGuard, CancelToken
 from teamvault_mcp.vault.transport import HttpPool, HttpSession

@@ -164,11 +164,16 @@ def test_a_tool_call_over_stdio_with_debug_logging_never_shows_the_key() -> None
     assert code == 0
 
 
-def test_start_up_does_not_import_requests() -> None:
-    # The first request, initialize, needs no HTTP client: it is loaded by the first tool call.
-    code = "import sys, teamvault_mcp.cli, teamvault_mcp.server.runner; print('requests' in sys.modules)"
+def test_start_up_imports_neither_requests_nor_yaml_nor_regex() -> None:
+    # The first request, initialize, needs no HTTP client, YAML parser or regex engine: the first tool call that
+    # needs one loads it. What serve imports to answer initialize and tools/list (the whole tool table) is held here.
+    heavy = ("requests", "urllib3", "ruamel.yaml", "regex")
+    code = (
+        "import sys, teamvault_mcp.cli, teamvault_mcp.server.protocol, teamvault_mcp.tools.table; "
+        f"print(sorted(name for name in {heavy!r} if name in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=20)
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]", result.stderr
 
 
 def test_serve_takes_local_after_the_command(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from conftest import make_config
 from mcp import Client
 
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 pytestmark = pytest.mark.anyio

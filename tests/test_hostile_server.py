@@ -25,7 +25,8 @@ import responses
 from conftest import API_KEY, BASE, PROJECT, FakeClock, make_config
 from mcp import Client
 
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,8 @@ from mcp import Client
 from responses import matchers
 from waiting import GENEROUS, assert_within, await_until
 
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault.retry import SystemClock
 
 pytestmark = pytest.mark.anyio

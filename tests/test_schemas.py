@@ -19,9 +19,11 @@ from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.localvault.store import Change
 from teamvault_mcp.server import runner as server_module
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.text.frontmatter import read as read_frontmatter
-from teamvault_mcp.text.schemas import Schema, SchemaProblem, parse_schema_note
+from teamvault_mcp.text.schema_notes import SchemaProblem, parse_schema_note
+from teamvault_mcp.text.schemas import Schema
 from teamvault_mcp.vault.retry import RetryPolicy, SystemClock
 
 #: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt

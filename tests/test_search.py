@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from teamvault_mcp.text.folding import fold
+from teamvault_mcp.text.fuzzy import find_paths
 from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
 from teamvault_mcp.text.search import (
     BM25,
@@ -16,8 +18,6 @@ from teamvault_mcp.text.search import (
     Matcher,
     SearchIndex,
     TimeUp,
-    find_paths,
-    fold,
     rank,
     snippet,
     words_of,

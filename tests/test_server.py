@@ -21,9 +21,11 @@ from waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp import __version__
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.spec import MAX_CONTENT_BYTES, Tool
+from teamvault_mcp.tools.kinds import MAX_CONTENT_BYTES
+from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.vault.retry import SystemClock
 
 pytestmark = pytest.mark.anyio

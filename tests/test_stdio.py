@@ -20,7 +20,8 @@ from mcp.server.lowlevel import NotificationOptions
 from mcp.shared.message import SessionMessage
 from test_entry import ENTRY_POINTS, StdioChild, child_env
 
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.server.stdio import MAX_MESSAGE_DEPTH, WritesOnlyWritable, json_depth, serve_stdio
 
 

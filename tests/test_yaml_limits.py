@@ -15,10 +15,11 @@ from mcp import Client
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.server.runner import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.text import frontmatter, yamltext
 from teamvault_mcp.text.frontmatter import FrontMatterError
-from teamvault_mcp.text.schemas import SchemaProblem, parse_schema_note
+from teamvault_mcp.text.schema_notes import SchemaProblem, parse_schema_note
 from teamvault_mcp.vault.retry import Clock, RetryPolicy, SystemClock
 
 FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=2.0)
@@ -327,7 +328,7 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
 
     from teamvault_mcp.errors import CallCancelledError
     from teamvault_mcp.tools.context import ToolContext
-    from teamvault_mcp.tools.schemas import read_frontmatter
+    from teamvault_mcp.tools.frontmatter import read_frontmatter
     from teamvault_mcp.vault.client import TeamVaultClient
     from teamvault_mcp.vault.interrupt import CancelToken
     from teamvault_mcp.vault.retry import Budget

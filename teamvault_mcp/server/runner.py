@@ -1,15 +1,16 @@
-"""The MCP server: tools/list and tools/call on the ``mcp`` low-level ``Server``, over stdio.
+"""The call pipeline: one tool call from its arguments to its result, in a worker thread.
 
-Each tool call runs in a worker thread, under a limiter of its own so blocking
-calls can never take the threads the stdio transport reads and writes with. The
-host's ``notifications/cancelled`` cancels the request's anyio scope; a watcher
-task turns that into :meth:`CancelToken.cancel`, which wakes the worker's pause
-and shuts its in-flight socket down, so the worker stops within milliseconds.
-The SDK sends no response for a cancelled request.
+A call gets one budget (time queued counts too) and one cancel token. Its arguments are
+checked against the tool's declaration and, for a write, against TEAM_VAULT_WRITE_PREFIXES
+before any request; then the handler runs in a worker thread, under a limiter of its own so
+blocking calls can never take the threads the stdio transport reads and writes with. When
+the host cancels (``notifications/cancelled`` cancels the request's anyio scope), the
+cancellable await sets the token, which wakes the worker's pause and shuts its in-flight
+socket down: the worker stops within milliseconds.
 
-Errors of our tree become tool results with ``isError: true`` here, and only here;
-every result is made sendable here too (no API key, valid Unicode, bounded nesting).
-The stdio transport and its guards are in ``stdio.py``.
+Errors of our tree become tool results with ``isError: true`` here, and only here; every
+result is made sendable here too (no API key, valid Unicode, bounded nesting). Each write
+tool call leaves one audit-log line.
 """
 
 from __future__ import annotations
@@ -24,9 +25,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 import mcp.types as types
-from mcp.server.lowlevel import NotificationOptions, Server
 
-from teamvault_mcp import __version__
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import (
     CallCancelledError,
@@ -37,20 +36,21 @@ from teamvault_mcp.errors import (
     write_failure_text,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
-from teamvault_mcp.server.stdio import serve_stdio
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
 from teamvault_mcp.tools.context import Progress, ToolContext, ToolOutput
-from teamvault_mcp.tools.schemas import SCHEMA_LOAD_LIMIT, SchemaRegistry, SchemaSet
-from teamvault_mcp.tools.spec import Tool, tools_for
-from teamvault_mcp.vault.cache import CacheRoot, ContentCache
+from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
+from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.tools.table import tools_for
+from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.transport import HttpPool
 
 log = logging.getLogger(__name__)
 
@@ -65,26 +65,9 @@ MAX_CONCURRENT_CALLS = 8
 
 #: Deepest nesting of arrays and objects in a tool argument: no tool takes anything near it.
 MAX_ARGUMENT_DEPTH = 64
+
 #: Deepest nesting in a tool result (front matter read as JSON, say); the SDK cannot send beyond about 250.
 MAX_RESULT_DEPTH = 100
-
-INSTRUCTIONS = """\
-Tools for a Team Vault: a shared Obsidian vault that people edit at the same time.
-- Paths: notes are named by vault path ('people/kuzma-minin.md'), case-sensitive, '/' between folders.
-- Find: search_notes(query) for what notes say (each hit gives a tocPath to read just that section); \
-find_notes(query) for a note whose name you roughly know.
-- Read frugally: list_notes(prefix='people/', depth=1) to see a folder without its whole subtree; \
-note_outline(path) for a note's headings, note_outline(path, tocPath=[...]) to go one level down; \
-then read_note(path, section=[...]) or read_note(path, startLine=, endLine=) for just that part; \
-read_notes(paths=[...]) for several notes at once. Anything cut says so and gives the call that reads the rest.
-- Write carefully: others edit these notes too. Change part of a note with \
-edit_note(path, edits=[{oldText, newText}], expectedHash=<the contentHash your read returned>) rather than rewriting \
-it with write_note, and check the diff it returns. A conflict means someone changed the note: read it again. \
-list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.
-- Properties (the YAML front matter at a note's top): read_frontmatter(path), and \
-update_frontmatter(path, set={...}, remove=[...]) to change fields; never rewrite the YAML by hand.
-- After an error that says a change may or may not have been applied, check with read_note or list_notes \
-before calling again: a blind retry could apply the change twice."""
 
 
 class ToolRunner:
@@ -96,11 +79,17 @@ class ToolRunner:
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
         self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
         self._tools: tuple[int, dict[str, Tool]] = (-1, {})
-        self._schema_loader: threading.Thread | None = None
-        self._pool: Any = None  # the HttpPool, made by the first call (it loads `requests`)
+        self._pool: HttpPool | None = None  # made by the first call (it loads `requests`)
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
-        self._caches: dict[str, ContentCache] = {}
-        self._cache_root: CacheRoot | None = None
+        self._caches = (
+            ProjectCaches(
+                config.cache_dir,
+                max_bytes=config.cache_max_bytes,
+                server=config.cache_namespace or config.base_url,
+            )
+            if config.cache_dir is not None
+            else None
+        )
         self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
@@ -118,7 +107,7 @@ class ToolRunner:
             self._tools = (generation, tools)
         return tools
 
-    def http_pool(self) -> Any:
+    def http_pool(self) -> HttpPool:
         """The keep-alive connections to the server, shared by all calls of this runner."""
         from teamvault_mcp.vault.transport import HttpPool
 
@@ -138,39 +127,25 @@ class ToolRunner:
     def tools_generation(self) -> int:
         return self.schemas.generation if self.schemas is not None else 0
 
+    def client(self, budget: Budget, token: CancelToken) -> TeamVaultClient:
+        """A client for one call (or the schema load), on the shared pool."""
+        from teamvault_mcp.vault.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
+
+        return TeamVaultClient(
+            self.config.base_url,
+            self.config.api_key,
+            budget=budget,
+            token=token,
+            clock=self.clock,
+            policy=self.policy,
+            pool=self.http_pool(),
+        )
+
     def start_schema_load(self) -> None:
         """Begin reading the schema notes in a thread (once), within SCHEMA_LOAD_LIMIT seconds."""
-        if self.schemas is None or self._schema_loader is not None:
-            return
-        registry = self.schemas
-
-        def load() -> None:
-            from teamvault_mcp.vault.client import TeamVaultClient
-
-            client = TeamVaultClient(
-                self.config.base_url,
-                self.config.api_key,
-                budget=Budget(min(SCHEMA_LOAD_LIMIT, self.config.call_budget), self.clock),
-                token=CancelToken(),
-                clock=self.clock,
-                policy=self.policy,
-                pool=self.http_pool(),
-            )
-            try:
-                registry.install(registry.load(client))
-            except TeamVaultError as error:
-                log.warning("the schema notes in %s were not loaded at start-up: %s", registry.folder, error)
-                status = f"not loaded at start-up: {error} Call reload_schemas to try again."
-                registry.install(SchemaSet(status=status))
-            except Exception as error:  # a bug must not leave tools/list waiting
-                log.exception("loading the schema notes failed")
-                registry.install(SchemaSet(status=f"not loaded at start-up: internal error {type(error).__name__}."))
-            finally:
-                client.close()
-                registry.started.set()
-
-        self._schema_loader = threading.Thread(target=load, name="schema-loader", daemon=True)
-        self._schema_loader.start()
+        if self.schemas is not None:
+            budget = min(SCHEMA_LOAD_LIMIT, self.config.call_budget)
+            self.schemas.start_loading(lambda: self.client(Budget(budget, self.clock), CancelToken()))
 
     def wait_for_schemas(self) -> None:
         """Block until the start-up load of the schemas has ended (it is bounded by its own budget)."""
@@ -189,17 +164,7 @@ class ToolRunner:
 
     def cache_for(self, project_id: str) -> ContentCache | None:
         """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
-        if self.config.cache_dir is None:
-            return None
-        with self._active_lock:
-            cache = self._caches.get(project_id)
-            if cache is None:
-                if self._cache_root is None:  # one root for all projects: one bound, one LRU order
-                    self._cache_root = CacheRoot(self.config.cache_dir, max_bytes=self.config.cache_max_bytes)
-                server = self.config.cache_namespace or self.config.base_url
-                cache = self._cache_root.namespace(f"{server}\0{project_id}")
-                self._caches[project_id] = cache
-            return cache
+        return self._caches.for_project(project_id) if self._caches is not None else None
 
     async def call(
         self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None = None
@@ -307,19 +272,9 @@ class ToolRunner:
         self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
     ) -> ToolOutput | TeamVaultError:
         """The worker thread's part: one client for the call, the handler, errors as values."""
-        from teamvault_mcp.vault.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
-
         with self._active_lock:
             self._active.add(token)
-        client = TeamVaultClient(
-            self.config.base_url,
-            self.config.api_key,
-            budget=budget,
-            token=token,
-            clock=self.clock,
-            policy=self.policy,
-            pool=self.http_pool(),
-        )
+        client = self.client(budget, token)
         context = ToolContext(
             client,
             self.config.project_id,
@@ -438,134 +393,3 @@ def _check_nesting(arguments: dict[str, Any]) -> None:
                 f"Argument {valid_unicode(str(name))[:80]!r} nests arrays and objects more than {MAX_ARGUMENT_DEPTH} "
                 "levels deep; no argument of any tool goes near that. Nothing was sent."
             )
-
-
-def _tool_definition(tool: Tool) -> types.Tool:
-    return types.Tool(
-        name=tool.name,
-        title=tool.title,
-        description=tool.description,
-        input_schema=tool.input_schema(),
-        output_schema=tool.output_schema,
-        annotations=types.ToolAnnotations(
-            title=tool.title,
-            read_only_hint=not tool.writes,
-            destructive_hint=tool.destructive if tool.writes else False,
-            idempotent_hint=tool.idempotent,
-            # Every tool acts on the configured Team Vault server only: a closed domain.
-            open_world_hint=False,
-        ),
-    )
-
-
-def build_server(runner: ToolRunner) -> Server[Any]:
-    """The MCP server for ``runner``'s tools; the transport is the caller's choice."""
-    listings: dict[int, types.ListToolsResult] = {}
-
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        await runner.schemas_ready()
-        generation = runner.tools_generation
-        if generation not in listings:
-            listings.clear()
-            listings[generation] = types.ListToolsResult(tools=[_tool_definition(t) for t in runner.tools.values()])
-        return listings[generation]
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        wants_progress = params.meta is not None and params.meta.get("progress_token") is not None
-        await runner.schemas_ready()
-        generation = runner.tools_generation
-        report = ctx.session.report_progress if wants_progress else None
-        result = await runner.call(params.name, params.arguments, report)
-        if runner.tools_generation != generation:  # reload_schemas changed the tools
-            await ctx.session.send_tool_list_changed()
-        return result
-
-    return Server(
-        "team-vault",
-        version=__version__,
-        instructions=_instructions(runner.config),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-
-
-def _instructions(config: Config) -> str:
-    text = INSTRUCTIONS
-    if config.schema_dir is not None:
-        text += (
-            "\n- Structured notes: list_schemas shows the kinds of notes this vault defines (recipes, people, …); "
-            "create or update one with its upsert_<name> tool, which checks every field and puts the note where "
-            "the schema says."
-        )
-    if config.writes_fenced and not config.read_only:
-        only_some_projects = config.project_write_prefixes and not config.write_prefixes
-        elsewhere = "; no writes at all in other projects" if only_some_projects else ""
-        text += (
-            f"\n- Writes are limited to these folders: {config.write_scope_text()}{elsewhere}. "
-            "Reading is possible everywhere."
-        )
-    return text
-
-
-class ServeStop:
-    """Ends :func:`serve` from another thread: what ``cli.py`` does on Ctrl-C or SIGTERM.
-
-    :meth:`request` cancels the server's scope, so every call in flight is cancelled as a
-    host's cancel would cancel it (its request aborted, its audit line written); once they
-    have ended, :attr:`calls_ended` is set. ``serve`` itself does not return then: the SDK's
-    stdio transport reads stdin in a worker thread that no signal wakes, so the caller ends
-    the process (``os._exit``) after its own clean-up.
-    """
-
-    def __init__(self) -> None:
-        self.calls_ended = threading.Event()
-        #: How many tool calls were in flight when the stop was requested.
-        self.cancelled_calls = 0
-        self._lock = threading.Lock()
-        self._requested = False
-        self._cancel: Callable[[], None] | None = None
-
-    def request(self) -> None:
-        """Stop serving; safe from any thread but the event loop's, before, during or after serving."""
-        with self._lock:
-            self._requested = True
-            cancel = self._cancel
-        if cancel is not None:
-            try:
-                cancel()
-            except anyio.RunFinishedError:  # the host closed stdin meanwhile: serving has ended anyway
-                self.calls_ended.set()
-
-    def _attach(self, scope: anyio.CancelScope, runner: ToolRunner) -> None:
-        token = anyio.lowlevel.current_token()
-
-        def cancel_in_loop() -> None:
-            self.cancelled_calls = runner.active_calls()
-            scope.cancel()
-
-        with self._lock:
-            self._cancel = lambda: anyio.from_thread.run_sync(cancel_in_loop, token=token)
-            requested = self._requested
-        if requested:  # asked before the loop ran
-            cancel_in_loop()
-
-
-def serve(config: Config, stop: ServeStop | None = None) -> None:
-    """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested)."""
-    runner = ToolRunner(config)
-    runner.start_schema_load()  # meanwhile the host's initialize is answered
-    server = build_server(runner)
-    options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
-
-    async def main() -> None:
-        if stop is None:
-            await serve_stdio(server, options)
-        else:  # every handler task has ended when server.run returns: calls_ended then
-            await serve_stdio(
-                server, options, on_start=lambda scope: stop._attach(scope, runner), on_end=stop.calls_ended.set
-            )
-
-    try:
-        anyio.run(main)
-    finally:
-        runner.close()

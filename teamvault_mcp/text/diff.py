@@ -1,7 +1,7 @@
 """Unified diffs of note texts, for edit results, conflicts and version comparisons. Pure.
 
 Lines are compared without their endings, so a diff shows what a reader sees; an
-edit keeps each note's own endings (see ``editing.py``).
+edit keeps each note's own endings (see ``edits.py``).
 """
 
 from __future__ import annotations

@@ -92,6 +92,16 @@ def _check_segment(segment: str, path: str, *, incoming: bool) -> None:
         raise InvalidPathError("Path segment too long", path)
 
 
+def folder_prefix(raw: str | None) -> str | None:
+    """The server-side prefix filter of a listing: the stored spelling of ``raw``, keeping a trailing ``/``;
+    None for the whole vault."""
+    if raw is None or raw in ("", ".", "./", ".\\", "/", "\\"):
+        return None  # the whole vault
+    folder = raw.endswith(("/", "\\"))
+    stored = stored_path_of(raw)
+    return stored + "/" if folder else stored
+
+
 def _posix_normalize(path: str) -> str:
     """Node's ``path.posix.normalize``: collapse ``//``, drop ``.``, resolve ``x/..``, keep a trailing ``/``."""
     if path == "":

@@ -22,9 +22,10 @@ import re
 import re._constants as sre  # type: ignore[import-not-found]  # the stdlib regex parser (Python 3.11+),
 import re._parser as sre_parse  # type: ignore[import-not-found]  # to vet a pattern before it runs
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import regex
+if TYPE_CHECKING:  # loaded by the first regex search, not at start-up
+    import regex
 
 MAX_REGEX_CHARS = 500
 #: A regex sees the first this many characters of each line.
@@ -73,6 +74,8 @@ def safe_regex(pattern: str) -> SafeRegex:
             "very long on a long line. Use fewer or narrower repeats, a possessive quantifier (a*+, which never "
             "backtracks), or mode=text"
         )
+    import regex  # here, not at the top: start-up does not load it
+
     try:
         compiled = regex.compile(pattern, regex.VERSION0)  # the re-compatible mode, whatever the default
     except regex.error as error:  # the stdlib accepted it; the regex package reads a few spellings differently

@@ -1,4 +1,4 @@
-"""Search inside notes and over paths: matching, ranking, snippets, breadcrumbs. No I/O.
+"""Search inside notes: matching, ranking, snippets, breadcrumbs. No I/O.
 
 - ``text`` mode: every query word must be in the note (or its path); case and accents
   are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). Lines holding more of
@@ -11,20 +11,20 @@
   (see :class:`Matcher`).
 
 The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
-so a search repeated over an unchanged vault does no Unicode work at all.
+so a search repeated over an unchanged vault does no Unicode work at all. Finding notes by
+name is ``fuzzy.py``; folding text (case and accents) is ``folding.py``.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
-import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cache
 
+from teamvault_mcp.text.folding import fold
+from teamvault_mcp.text.fuzzy import path_key
 from teamvault_mcp.text.markdown import Document, Heading, parse, split_lines
 from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
 
@@ -33,33 +33,8 @@ HITS_PER_NOTE = 3
 #: CPU seconds one line may take to match. The regex package measures process CPU time (C ``clock()``), so
 #: under load a limit takes longer in wall time: a short one keeps that overrun small. Slower lines are skipped.
 REGEX_LINE_SECONDS = 0.2
-#: Longest piece of text one string operation of ``fold`` gets: about 5 ms holding the GIL, so that
-#: the event loop (and every other thread) gets a turn in between, even on a 5 MB note.
-FOLD_PIECE_CHARS = 64 * 1024
 #: Text kept in memory for searching (raw + folded characters), least recently used first out.
 INDEX_CHARS = 256 * 1024 * 1024
-
-
-@cache
-def _combining() -> dict[int, None]:
-    """A translate table that drops combining marks (accents after NFKD). Built once, on first use."""
-    return {cp: None for cp in range(0x30000) if unicodedata.combining(chr(cp))}
-
-
-def fold(text: str, piece_chars: int = FOLD_PIECE_CHARS) -> str:
-    """The case- and accent-insensitive form of ``text``: NFKD, combining marks dropped, casefolded.
-
-    A long text is folded piece by piece, as each of the three steps holds the GIL throughout.
-    Any cut gives the same result: NFKD only reorders combining marks across it, which are all
-    dropped, and casefolding goes character by character.
-    """
-    if len(text) <= piece_chars:
-        return _fold(text)
-    return "".join(_fold(text[start : start + piece_chars]) for start in range(0, len(text), piece_chars))
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKD", text).translate(_combining()).casefold()
 
 
 def words_of(query: str) -> list[str]:
@@ -202,7 +177,7 @@ class Matcher:
 
         Runs on every note of a text or phrase search, so it only uses ``str.count``.
         """
-        folded_path = _path_key(path).folded
+        folded_path = path_key(path).folded
         return [entry.folded.count(term) + (term in folded_path) for term in self.terms]
 
     def lines(self, path: str, entry: Indexed, deadline: float | None = None) -> list[LineMatch]:
@@ -221,7 +196,7 @@ class Matcher:
                 for index, folded in enumerate(entry.folded_lines)
                 if self.phrase in folded
             ]
-        key = _path_key(path)
+        key = path_key(path)
         if not all(word in entry.folded or word in key.folded for word in self.words):
             return []
         path_bonus = 2.0 * sum(1 for word in self.words if word in key.folded)
@@ -367,123 +342,3 @@ def _sections_at(headings: list[Heading], line: int) -> list[Heading]:
             return chain
         chain.append(inside)
         level = inside.children
-
-
-# -- finding notes by path -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _PathKey:
-    folded: str  # the whole path, folded
-    name: str  # the file name without its extension, folded
-    compact: str  # the path folded, without separators
-    trigrams: frozenset[str]  # of the name
-    word_trigrams: tuple[frozenset[str], ...]  # of each word of the path (folders and name)
-    mask: int  # every word's trigrams as bits (see _bits): a quick first sieve
-
-
-_PATH_KEYS: dict[str, _PathKey] = {}  # computed once per path; see find_paths for the bound
-
-
-def _path_key(path: str) -> _PathKey:
-    key = _PATH_KEYS.get(path)
-    if key is None:
-        key = _PATH_KEYS[path] = _make_path_key(path)
-    return key
-
-
-def _make_path_key(path: str) -> _PathKey:
-    folded = fold(path)
-    name = folded.rsplit("/", 1)[-1]
-    name = name.rsplit(".", 1)[0] if "." in name[1:] else name
-    words = [word for word in _SEPARATORS.split(folded.rsplit(".", 1)[0]) if word]
-    word_trigrams = tuple(_trigrams(word) for word in words)
-    return _PathKey(
-        folded, name, _compact(folded), _trigrams(name), word_trigrams, _bits(frozenset().union(*word_trigrams))
-    )
-
-
-_TRIGRAM_BITS: dict[str, int] = {}  # each trigram ever seen gets a bit: shared trigrams become `a & b`
-
-
-def _bits(trigrams: frozenset[str]) -> int:
-    mask = 0
-    for gram in trigrams:
-        bit = _TRIGRAM_BITS.get(gram)
-        if bit is None:
-            bit = _TRIGRAM_BITS[gram] = len(_TRIGRAM_BITS)
-        mask |= 1 << bit
-    return mask
-
-
-_SEPARATORS = re.compile(r"[\s_\-./]+")
-
-
-def _compact(text: str) -> str:
-    return _SEPARATORS.sub("", text)
-
-
-def _trigrams(text: str) -> frozenset[str]:
-    padded = f"  {_compact(text)} "
-    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
-
-
-#: Paths whose spelling is compared in detail, after the quick sieve by shared letter triples.
-FUZZY_CANDIDATES = 300
-
-
-def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, float]]:
-    """Paths ranked by how well they answer ``query``: exact and partial names first, then typos."""
-    if len(_PATH_KEYS) > 200_000:  # a process that has seen very many paths starts its memo afresh
-        _PATH_KEYS.clear()
-        _TRIGRAM_BITS.clear()
-    wanted = " ".join(fold(query).split())
-    compact = _compact(wanted)
-    if not compact:
-        return []
-    words = wanted.split()
-    grams = _trigrams(wanted)
-    word_grams = [_trigrams(word) for word in words]
-    every_gram = _bits(frozenset().union(*word_grams))
-    scored: list[tuple[float, str]] = []
-    fuzzy: list[tuple[int, str]] = []
-    keys = _PATH_KEYS
-    for path in paths:  # the hot loop of find_notes: plain statements, no calls where a lookup will do
-        key = keys.get(path) or _path_key(path)
-        if wanted in key.name:
-            scored.append((100 - min(20, len(key.name) - len(wanted)), path))
-        elif wanted in key.folded:
-            scored.append((85 - min(20, len(key.folded) - len(wanted)) / 2, path))
-        else:
-            for word in words:
-                if word not in key.folded:
-                    fuzzy.append(((every_gram & key.mask).bit_count(), path))
-                    break
-            else:
-                scored.append((75.0, path))
-    fuzzy.sort(key=lambda pair: -pair[0])
-    for _, path in fuzzy[:FUZZY_CANDIDATES]:  # spelling compared in detail only for the likeliest
-        key = _path_key(path)
-        typos = sum(max((_dice(w, t) for t in key.word_trigrams), default=0.0) for w in word_grams) / len(words)
-        score = max(_subsequence(compact, key.compact), 70 * _dice(grams, key.trigrams), 70 * typos)
-        if score >= 30:
-            scored.append((score, path))
-    scored.sort(key=lambda pair: (-pair[0], len(pair[1]), pair[1]))
-    return [(path, round(score, 1)) for score, path in scored[:limit]]
-
-
-def _subsequence(wanted: str, text: str) -> float:
-    """50–65 when the letters of ``wanted`` occur in order in ``text`` (tighter is better), else 0."""
-    position = start = -1
-    for index, char in enumerate(wanted):
-        position = text.find(char, position + 1)
-        if position < 0:
-            return 0.0
-        if index == 0:
-            start = position
-    span = position - start + 1
-    return 50 + 15 * len(wanted) / span
-
-
-def _dice(one: frozenset[str], other: frozenset[str]) -> float:
-    return 2 * len(one & other) / (len(one) + len(other)) if one and other else 0.0

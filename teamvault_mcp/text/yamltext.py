@@ -23,7 +23,7 @@ a number to Ruby) is single-quoted, keys included, so it reads back as the same 
 Obsidian, ruamel.yaml, PyYAML and Ruby; a float always has a dot (``1.0e+20``), which YAML
 1.1 needs to see a number.
 
-This module imports ruamel.yaml: ``frontmatter.py`` and ``schemas.py`` import it on first use,
+This module imports ruamel.yaml: ``frontmatter.py`` and ``schema_notes.py`` import it on first use,
 so start-up does not pay for it.
 """
 

@@ -1,8 +1,10 @@
 """What a tool handler works with: the call's context in, a :class:`ToolOutput` out.
 
-Handlers (``notes.py``, ``reading.py``) are plain blocking functions
-``handler(ctx, args) -> ToolOutput`` that raise :class:`~teamvault_mcp.errors.TeamVaultError`
-on failure; ``tools.py`` declares them, ``server.py`` runs them in worker threads.
+Handlers are plain blocking functions ``handler(ctx, args) -> ToolOutput`` that raise
+:class:`~teamvault_mcp.errors.TeamVaultError` on failure. Each tool family
+(``notes.py``, ``reading.py``, ``search.py``, ``frontmatter.py``, ``history.py``,
+``schemas.py``) declares its tools next to its handlers; ``server/runner.py`` runs them in
+worker threads.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import EditFailedError, NoProjectError, NoteNotFoundError, NotTextError
+from teamvault_mcp.errors import CallCancelledError, EditFailedError, NoProjectError, NoteNotFoundError, NotTextError
+from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.paths import stored_path_of
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
     from teamvault_mcp.text.search import SearchIndex
-    from teamvault_mcp.tools.schemas import SchemaRegistry
+    from teamvault_mcp.tools.registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
     from teamvault_mcp.vault.interrupt import CancelToken
@@ -83,6 +86,21 @@ class ToolContext:
         data = self.client.download(project_id, file.id)
         self.remember(project_id, data)
         return Note(stored, file, data)
+
+    def yaml_check(self, path: str) -> Callable[[], None]:
+        """Stops reading or changing the YAML of ``path`` when the call is cancelled or its budget has run out:
+        parsing is CPU work that no request's time limit covers."""
+
+        def check() -> None:
+            if self.token is not None and self.token.cancelled:
+                raise CallCancelledError()
+            if self.budget is not None and self.budget.remaining() <= 0:
+                raise FrontMatterError(
+                    f"The front matter of {path} took longer to read than this call's {self.budget.seconds:g} s "
+                    "budget, so it was stopped; nothing was written. Read the note with read_note instead."
+                )
+
+        return check
 
     def remember(self, project_id: str, data: bytes) -> None:
         """Keep a note's bytes in the content cache (a read or a write just saw them)."""

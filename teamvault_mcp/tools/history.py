@@ -1,4 +1,4 @@
-"""Handlers of the version-history tools: list, read, diff and restore versions of a note.
+"""The version-history tools: list, read, diff and restore versions of a note.
 
 The server keeps a version per distinct content of every note (teamvault-api.md §4).
 A version is named by its number (``3``) or its id. Restoring writes that version's
@@ -14,7 +14,10 @@ from typing import Any
 from teamvault_mcp.errors import NotTextError, TeamVaultError
 from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
-from teamvault_mcp.tools.writes import Mode, add_story, expect, write_content
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.no_lost_updates import Mode, add_story, write_content
+from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, list_schema, object_schema
+from teamvault_mcp.tools.writes import expect
 
 
 def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -117,3 +120,89 @@ def _version_text(ctx: ToolContext, project_id: str, file: Any, version: dict[st
 
 def _summary(version: dict[str, Any]) -> dict[str, Any]:
     return {key: version.get(key) for key in ("id", "versionNumber", "contentHash", "createdAt")}
+
+
+# -- the tools ----------------------------------------------------------------------------------------
+
+VERSION_HELP = "A version number (1 is the first) or a version id, from list_note_versions."
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="list_note_versions",
+        title="List note versions",
+        description=(
+            "List the saved version history of a note, newest first: id, versionNumber, contentHash, message, "
+            "createdAt and the author where the server reports them. The server records a version on every "
+            "change of content made through the API or the Obsidian plugin."
+        ),
+        params=(NOTE_PATH,),
+        handler=list_note_versions,
+        output_schema=list_schema("versions", {"type": "object"}),
+    ),
+    Tool(
+        name="read_note_version",
+        title="Read note version",
+        description=(
+            "Return the text of one saved version of a note, exactly as it was (the version's contentHash is "
+            "that of these bytes). Name the version by number or id, as list_note_versions gives them."
+        ),
+        params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version")),
+        handler=read_note_version,
+    ),
+    Tool(
+        name="diff_note_versions",
+        title="Diff note versions",
+        description=(
+            "Show what changed in a note between two saved versions, as a unified diff; without 'to', between "
+            "the version 'from' and the note's current content. Use it to review what an agent or a colleague "
+            "changed before restoring anything."
+        ),
+        params=(
+            NOTE_PATH,
+            Param("from", f"The older version. {VERSION_HELP}", kind="version"),
+            Param(
+                "to",
+                f"The newer version (default: the current content). {VERSION_HELP}",
+                kind="version",
+                required=False,
+            ),
+        ),
+        handler=diff_note_versions,
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "from": {"type": "object"},
+                "to": {"type": "object"},
+                "changed": {"type": "boolean"},
+                "diff": STRING,
+            },
+            ["path", "from", "to", "changed", "diff"],
+        ),
+    ),
+    Tool(
+        name="restore_note_version",
+        title="Restore note version",
+        description=(
+            "Bring back the content a note had in one saved version, by writing it as a new version: nothing "
+            "is lost, and the content it replaces stays in the history. Returns the diff from the current "
+            "content to the restored one and the new contentHash."
+        ),
+        params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version"), EXPECTED_HASH),
+        handler=restore_note_version,
+        writes=True,
+        path_params=("path",),
+        destructive=False,  # the replaced content stays in the history
+        idempotent=True,  # restoring the same version again changes nothing
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "action": {"type": "string", "enum": ["restored", "unchanged"]},
+                "restoredVersion": {"type": "object"},
+                "previousHash": STRING,
+                "contentHash": STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "action", "restoredVersion", "contentHash"],
+        ),
+    ),
+)

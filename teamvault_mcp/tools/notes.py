@@ -1,13 +1,12 @@
-"""Handlers of the tools that identify and change notes.
+"""The tools that identify and change notes: whoami, list_projects, write_note, edit_note, move_note, delete_note.
 
-whoami, list_projects, write_note, edit_note, move_note, delete_note. Reading lives in
-``reading.py``, version history in ``history.py``; the rules every write follows
-(preconditions, settled outcomes, no lost updates) in ``writes.py``.
+Reading is ``reading.py``, version history ``history.py``; every write follows the write
+rules (``writes.py``: preconditions, settled outcomes) and a content write loses no
+colleague's change (``no_lost_updates.py``).
 """
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,17 +22,11 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.text.edits import Edit, apply_edits, edits_from_patch
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
-from teamvault_mcp.tools.writes import (
-    Mode,
-    describe,
-    expect,
-    result_with,
-    rewrite,
-    settle,
-    settle_content,
-    write_content,
-    written_result,
-)
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema, write_content, written_result
+from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, NULLABLE_STRING, STRING, Tool, list_schema, object_schema
+from teamvault_mcp.tools.versions import describe
+from teamvault_mcp.tools.writes import expect, mime_type_for, result_with, settle, settle_content
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -248,12 +241,147 @@ def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, 
     )
 
 
-def mime_type_for(path: str) -> str:
-    """The mime type a new note is created with. Always a text type: the content is text."""
-    name = path.rsplit("/", 1)[-1].lower()
-    if "." not in name or name.endswith((".md", ".markdown")):
-        return "text/markdown"
-    guessed, _ = mimetypes.guess_type(name, strict=False)
-    if guessed and (guessed.startswith("text/") or guessed in ("application/json", "application/yaml")):
-        return guessed
-    return "text/plain"
+# -- the tools ----------------------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="whoami",
+        title="Who am I",
+        description=(
+            "Return the Team Vault user that the configured API key belongs to: id, email and name. "
+            "Use it to check that the connection works or to know whose name your edits appear under."
+        ),
+        params=(),
+        handler=whoami,
+        takes_project=False,
+        output_schema=object_schema({"id": STRING, "email": NULLABLE_STRING, "name": NULLABLE_STRING}, ["id"]),
+    ),
+    Tool(
+        name="list_projects",
+        title="List projects",
+        description=(
+            "List the Team Vault projects (shared vaults) the API key can access, as id, slug and name. "
+            "Pass a project's id as projectId to the other tools when no default project is configured "
+            "or to work in another vault."
+        ),
+        params=(),
+        handler=list_projects,
+        takes_project=False,
+        output_schema=list_schema(
+            "projects",
+            object_schema({"id": STRING, "slug": NULLABLE_STRING, "name": NULLABLE_STRING}, ["id"]),
+        ),
+    ),
+    Tool(
+        name="write_note",
+        title="Write note",
+        description=(
+            "Create a text note at a vault path, or replace the whole content of the note already there. "
+            "Returns the stored path, whether the note was 'created' or 'updated', its size in bytes and its new "
+            "contentHash. Other people edit these notes too: to change part of a note use edit_note; to replace "
+            "one, pass the contentHash you read as expectedHash so a colleague's edit is never overwritten. "
+            "mode=create refuses to overwrite, mode=update refuses to create. Missing folders are created "
+            "implicitly. A retried call never writes twice."
+        ),
+        params=(
+            Param("path", "Vault-relative path of the note to write, e.g. 'meetings/2026-11-30.md'."),
+            Param(
+                "content",
+                "The complete new text of the note (UTF-8). Replaces everything that was there.",
+                kind="content",
+            ),
+            Param(
+                "mode",
+                "upsert (default): create or replace; create: fail if the note exists; update: fail if it does not.",
+                kind="choice",
+                required=False,
+                choices=("upsert", "create", "update"),
+            ),
+            EXPECTED_HASH,
+        ),
+        handler=write_note,
+        writes=True,
+        path_params=("path",),
+        destructive=True,  # replaces the previous content (the server keeps it as a version)
+        idempotent=True,  # the same content written twice leaves the same note
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "action": {"type": "string", "enum": ["created", "updated"]},
+                "size": {"type": "integer"},
+                "contentHash": STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "action", "size"],
+        ),
+    ),
+    Tool(
+        name="edit_note",
+        title="Edit note",
+        description=(
+            "Change part of a note without rewriting it: edits is an ordered list of {oldText, newText} "
+            "replacements (each oldText must occur exactly once, or set replaceAll); or give patch, a unified "
+            "diff with @@ hunks of ' ', '-' and '+' lines (line numbers optional). Line endings may differ from "
+            "the note's; the note keeps its own. All edits apply or none; a failed one shows the closest lines "
+            "or every match's line number. Returns the unified diff and the new contentHash. dryRun shows the "
+            "diff and writes nothing. Pass the contentHash you read as expectedHash to be safe from "
+            "concurrent edits."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "edits",
+                'Replacements, applied in order, e.g. [{"oldText": "- [ ] call Kuzma", '
+                '"newText": "- [x] call Kuzma"}].',
+                kind="edits",
+                required=False,
+            ),
+            Param("patch", "Instead of edits: a unified diff of the note (@@ hunks).", kind="content", required=False),
+            Param("dryRun", "true: show the diff, write nothing.", kind="flag", required=False),
+            EXPECTED_HASH,
+        ),
+        handler=edit_note,
+        writes=True,
+        path_params=("path",),
+        destructive=True,  # changes content (the server keeps the old content as a version)
+        idempotent=False,  # a repeated replaceAll, or an edit whose oldText is in its newText, changes again
+        output_schema=rewritten_schema(),
+    ),
+    Tool(
+        name="move_note",
+        title="Move or rename note",
+        description=(
+            "Move or rename a note within the project; it keeps its id and version history. Fails if a "
+            "note already exists at newPath. Links in other notes are not rewritten."
+        ),
+        params=(
+            Param("path", "Current vault path of the note, e.g. 'inbox/idea.md'."),
+            Param("newPath", "New vault path, e.g. 'projects/idea.md'. Missing folders are created implicitly."),
+            EXPECTED_HASH,
+        ),
+        handler=move_note,
+        writes=True,
+        path_params=("path", "newPath"),
+        destructive=False,  # nothing is lost; moving back restores the old state
+        idempotent=False,  # a repeat could move another note that has appeared at the old path
+        output_schema=object_schema({"id": STRING, "path": STRING}, ["id", "path"]),
+    ),
+    Tool(
+        name="delete_note",
+        title="Delete note",
+        description=(
+            "Delete a note by its vault path. The delete is soft: the server keeps a tombstone and the "
+            "version history, so an administrator can recover it, and writing a note at the same path "
+            "later revives it."
+        ),
+        params=(NOTE_PATH, EXPECTED_HASH),
+        handler=delete_note,
+        writes=True,
+        path_params=("path",),
+        destructive=True,
+        idempotent=True,
+        output_schema=object_schema(
+            {"path": STRING, "action": {"type": "string", "enum": ["deleted"]}}, ["path", "action"]
+        ),
+    ),
+)

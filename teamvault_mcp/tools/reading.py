@@ -1,9 +1,10 @@
-"""Handlers of the reading tools, built to spend few tokens: read_note, read_notes, note_outline, list_notes.
+"""The reading tools, built to spend few tokens: list_notes, note_outline, read_note, read_notes.
 
 An agent walks down a vault and a note instead of loading it whole: ``list_notes``
 with ``depth`` and pages, ``note_outline`` one heading level at a time, then
-``read_note`` of one section or a range of lines. Whatever is cut or summarised
-says so in the text itself, with the exact call that gets the rest.
+``read_note`` of one section or a range of lines (``text/excerpts.py`` cuts them).
+Whatever is cut or summarised says so in the text itself, with the exact call that
+gets the rest.
 """
 
 from __future__ import annotations
@@ -15,32 +16,25 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-from teamvault_mcp.errors import CallCancelledError, SectionNotFoundError, TeamVaultError, ToolInputError
-from teamvault_mcp.text.markdown import (
-    MAX_HEADINGS,
-    Document,
-    Heading,
-    SectionNotFound,
-    find_section,
-    parse,
-    split_lines,
-)
-from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
+from teamvault_mcp.text.excerpts import DEFAULT_EXCERPT_CHARS, excerpt_of, section_of
+from teamvault_mcp.text.markdown import MAX_HEADINGS, Heading, parse
+from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output
+from teamvault_mcp.tools.kinds import MAX_BATCH, Param
+from teamvault_mcp.tools.spec import NOTE_PATH, NULLABLE_INT, STRING, Tool, list_schema, object_schema
 
-#: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
-DEFAULT_EXCERPT_CHARS = 100_000
 DEFAULT_LIST_LIMIT = 500
+
 #: Headings per note_outline answer. An outline is for choosing what to read: 200 entries are about
 #: 30,000 characters (~8,000 tokens), more than any hand-written level has; a longer level is paged.
 OUTLINE_HEADINGS = 200
+
 #: ... and at most this many characters of them (long titles); at least one heading is always shown.
 OUTLINE_CHARS = 60_000
-#: Names listed in a "section not found" error (a level can have thousands).
-LISTED_NAMES = 50
+
 #: Notes of a batch read fetched at the same time.
 PARALLEL_READS = 8
 
@@ -58,110 +52,6 @@ def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     return ToolOutput(excerpt.text_with_notice(), {**excerpt.as_json(), "contentHash": note.content_hash})
 
 
-@dataclass(frozen=True)
-class Excerpt:
-    """Lines ``start_line``..``end_line`` of a note (maybe fewer: cut at ``max_chars``)."""
-
-    path: str
-    text: str
-    start_line: int
-    end_line: int  # the last line shown
-    wanted_end: int  # the last line asked for
-    total_lines: int
-    max_chars: int
-    section: tuple[str, ...] = ()
-    partial_line: bool = False  # one line longer than max_chars: only its start is shown
-
-    @property
-    def truncated(self) -> bool:
-        return self.partial_line or self.end_line < self.wanted_end
-
-    def notice(self) -> str:
-        if self.partial_line:
-            return (
-                f"[Cut: line {self.start_line} alone is longer than maxChars={self.max_chars:,}; only its first "
-                f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.]"
-            )
-        return (
-            f"[Cut at maxChars={self.max_chars:,}: this is lines {self.start_line}–{self.end_line} of the "
-            f"{self.start_line}–{self.wanted_end} asked for. Read on with: read_note(path={json.dumps(self.path)}, "
-            f"startLine={self.end_line + 1}, endLine={self.wanted_end})]"
-        )
-
-    def text_with_notice(self) -> str:
-        if not self.truncated:
-            return self.text
-        separator = "" if self.text.endswith("\n") or not self.text else "\n"
-        return f"{self.text}{separator}\n{self.notice()}"
-
-    def as_json(self) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "path": self.path,
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "totalLines": self.total_lines,
-            "chars": len(self.text),
-            "truncated": self.truncated,
-        }
-        if self.section:
-            result["section"] = list(self.section)
-        if self.truncated and not self.partial_line:
-            result["next"] = {"startLine": self.end_line + 1, "endLine": self.wanted_end}
-        return result
-
-
-def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
-    """The part of ``text`` that ``section``, ``startLine``/``endLine`` and ``maxChars`` select."""
-    section = args.get("section")
-    has_lines = "startLine" in args or "endLine" in args
-    if section is not None and has_lines:
-        raise ToolInputError("Give either section or startLine/endLine, not both.")
-    max_chars = args.get("maxChars", DEFAULT_EXCERPT_CHARS)
-    if section is not None:
-        document = parse(text)
-        if not section:
-            raise ToolInputError("Argument 'section' must name at least one heading, e.g. [\"Chapter 1\"].")
-        heading = _section(path, document, section)
-        return _cut(path, document.lines, heading.start_line, heading.end_line, max_chars, heading.path)
-    lines = split_lines(text)
-    first = args.get("startLine", 1)
-    last = args.get("endLine", max(len(lines), first))
-    if last < first:
-        raise ToolInputError(f"endLine ({last}) is before startLine ({first}).")
-    if first > len(lines) and lines:
-        raise ToolInputError(f"startLine {first} is past the end: {path} has {len(lines)} lines.")
-    return _cut(path, lines, first, min(last, len(lines)), max_chars, ())
-
-
-def _section(path: str, document: Document, toc_path: list[str]) -> Heading:
-    try:
-        return find_section(document, toc_path)
-    except SectionNotFound as missing:
-        top_level = _listed([heading.name for heading in document.headings])
-        available = _listed(missing.available)
-        raise SectionNotFoundError(path, missing.found, missing.missing, available, top_level) from None
-
-
-def _listed(names: list[str]) -> list[str]:
-    """At most LISTED_NAMES names, the last one saying how many more there are."""
-    if len(names) <= LISTED_NAMES:
-        return names
-    return [*names[: LISTED_NAMES - 1], f"… {len(names) - LISTED_NAMES + 1:,} more"]
-
-
-def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, section: tuple[str, ...]) -> Excerpt:
-    shown: list[str] = []
-    used = 0
-    for line in lines[first - 1 : last]:
-        if used + len(line) > max_chars:
-            break
-        shown.append(line)
-        used += len(line)
-    if not shown and first <= last:  # the first line alone is too long: show its start
-        return Excerpt(path, lines[first - 1][:max_chars], first, first, last, len(lines), max_chars, section, True)
-    return Excerpt(path, "".join(shown), first, first + len(shown) - 1, last, len(lines), max_chars, section)
-
-
 # -- note_outline ---------------------------------------------------------------------------------
 
 
@@ -173,7 +63,7 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     toc_path: tuple[str, ...] = ()
     headings = document.headings
     if args.get("tocPath"):
-        parent = _section(path, document, args["tocPath"])
+        parent = section_of(path, document, args["tocPath"])
         toc_path, headings = parent.path, parent.children
     offset: int = args.get("offset", 0)
     if offset and offset >= len(headings):
@@ -324,15 +214,6 @@ def list_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     return ToolOutput("\n".join([*notices, text]), structured)
 
 
-def folder_prefix(raw: str | None) -> str | None:
-    """The server-side prefix filter: the stored spelling of ``raw``, keeping a trailing ``/``."""
-    if raw is None or raw in ("", ".", "./", ".\\", "/", "\\"):
-        return None  # the whole vault
-    folder = raw.endswith(("/", "\\"))
-    stored = stored_path_of(raw)
-    return stored + "/" if folder else stored
-
-
 def _entries(files: list[Any], prefix: str | None, depth: int | None) -> list[tuple[str, dict[str, Any]]]:
     """Sort keys and entries: notes, and below ``depth`` one ``{folder, notes}`` count per folder."""
     base = prefix[: prefix.rfind("/") + 1] if prefix else ""
@@ -367,3 +248,178 @@ def _read_cursor(cursor: str, prefix: str | None, depth: int | None) -> str:
             "pass the same prefix and depth, or start over without a cursor."
         )
     return after
+
+
+# -- the tools ----------------------------------------------------------------------------------------
+
+MAX_CHARS = Param(
+    "maxChars",
+    f"Longest text to return, in characters (default {DEFAULT_EXCERPT_CHARS:,} for a section or line range, "
+    "no limit for a plain read). Longer text is cut at a line boundary and says how to read the rest.",
+    kind="count",
+    required=False,
+)
+
+HEADING = object_schema(
+    {
+        "title": STRING,
+        "level": {"type": "integer"},
+        "path": {"type": "array", "items": STRING},
+        "hasChildren": {"type": "boolean"},
+        "startLine": {"type": "integer"},
+        "endLine": {"type": "integer"},
+        "chars": {"type": "integer"},
+    },
+    ["title", "level", "path", "hasChildren", "startLine", "endLine", "chars"],
+)
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="list_notes",
+        title="List notes",
+        description=(
+            "List the files of a project as path, type (TEXT or BINARY) and size in bytes, sorted by path. "
+            "Use prefix to list one folder and everything below it, e.g. 'people/'; a prefix without a "
+            "trailing slash also matches names that merely start with it ('people' matches 'people-old.md'). "
+            "On a big vault use depth to see the shape first: with depth=1 the notes directly in the folder are "
+            "listed and each subfolder is one {folder, notes} count. At most limit entries (default "
+            f"{DEFAULT_LIST_LIMIT}) come back; a cut listing says so and gives the cursor to continue with."
+        ),
+        params=(
+            Param(
+                "prefix",
+                "Only list paths starting with this, e.g. 'people/' for one folder. Omit for the whole vault.",
+                kind="prefix",
+                required=False,
+            ),
+            Param(
+                "depth",
+                "Show notes at most this many folder levels below the prefix (1 = only the folder's own notes); "
+                "deeper folders are summarised as {folder, notes} counts. Omit to list everything.",
+                kind="count",
+                required=False,
+            ),
+            Param(
+                "limit",
+                f"Most entries to return (default {DEFAULT_LIST_LIMIT}, at most 5,000).",
+                kind="count",
+                required=False,
+                maximum=5000,
+            ),
+            Param(
+                "cursor",
+                "Continue a cut listing: the cursor it gave. Pass the same prefix and depth.",
+                kind="cursor",
+                required=False,
+            ),
+        ),
+        handler=list_notes,
+        output_schema=list_schema(
+            "notes",
+            {
+                "anyOf": [
+                    object_schema({"path": STRING, "type": STRING, "size": NULLABLE_INT}, ["path", "type"]),
+                    object_schema({"folder": STRING, "notes": {"type": "integer"}}, ["folder", "notes"]),
+                ]
+            },
+            nextCursor=STRING,
+            remaining={"type": "integer"},
+        ),
+    ),
+    Tool(
+        name="note_outline",
+        title="Note outline",
+        description=(
+            "Show the headings of a markdown note one level at a time, without its text: each with title, "
+            "level, path (the tocPath to pass back), hasChildren, startLine, endLine and chars (the size of its "
+            "section). Without tocPath: the top-level headings (and the lines before the first one, as "
+            "preamble); with tocPath: that heading's subheadings. Then read just the part you need with "
+            "read_note(path, section=<path>). A title that repeats under the same parent is named 'Title [2]', "
+            "'Title [3]' from its second occurrence on; pass that name back as it is."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "tocPath",
+                'Heading names from the top down, as the outline gives them in "path", e.g. ["Chapter 1", "Intro"]. '
+                "Omit for the top level.",
+                kind="toc",
+                required=False,
+            ),
+            Param(
+                "offset",
+                f"Headings of this level to skip: a level of more than {OUTLINE_HEADINGS} headings is shown "
+                "in pages, and a cut answer gives the offset of the next one (default 0).",
+                kind="count",
+                required=False,
+                minimum=0,
+            ),
+        ),
+        handler=note_outline,
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "tocPath": {"type": "array", "items": STRING},
+                "totalLines": {"type": "integer"},
+                "totalChars": {"type": "integer"},
+                "headings": {"type": "array", "items": HEADING},
+                "totalHeadings": {"type": "integer"},
+                "offset": {"type": "integer"},
+                "next": object_schema({"offset": {"type": "integer"}}, ["offset"]),
+                "outlinedLines": {"type": "integer"},
+            },
+            ["path", "tocPath", "totalLines", "totalChars", "headings"],
+        ),
+    ),
+    Tool(
+        name="read_note",
+        title="Read note",
+        description=(
+            "Return the text of a text note (markdown, txt, json, yaml, csv) by its vault path, exactly as "
+            "stored; binary files such as images are not returned. Paths are case-sensitive. To spend fewer "
+            "tokens on a long note, read one part: section (a heading's tocPath from note_outline; the heading "
+            "line and everything down to the next heading of the same or a higher level) or startLine/endLine "
+            "(1-based, inclusive). maxChars caps the text; a cut result ends with a note giving the call that "
+            "reads on."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "section",
+                'The heading to read, as a tocPath from note_outline, e.g. ["Chapter 1", "Intro"].',
+                kind="toc",
+                required=False,
+            ),
+            Param("startLine", "First line to read (1-based).", kind="count", required=False),
+            Param(
+                "endLine", "Last line to read (inclusive; default: the end of the note).", kind="count", required=False
+            ),
+            MAX_CHARS,
+        ),
+        handler=read_note,
+    ),
+    Tool(
+        name="read_notes",
+        title="Read several notes",
+        description=(
+            f"Read up to {MAX_BATCH} notes in one call, fetched at the same time. Each note comes back under its "
+            "own path with its text, or with the error that note met (a missing note does not fail the others). "
+            "maxChars caps each note's text, cut as in read_note."
+        ),
+        params=(
+            Param(
+                "paths",
+                f"Vault paths of the notes, 1 to {MAX_BATCH}, e.g. ['people/a.md', 'people/b.md'].",
+                kind="paths",
+            ),
+            MAX_CHARS,
+        ),
+        handler=read_notes,
+        output_schema=list_schema(
+            "notes",
+            object_schema(
+                {"path": STRING, "content": STRING, "error": STRING, "truncated": {"type": "boolean"}}, ["path"]
+            ),
+        ),
+    ),
+)

@@ -1,169 +1,28 @@
-"""Handlers for structured notes: front matter by field, and the tools generated from schema notes.
+"""The schema tools: list_schemas, reload_schemas, and the ``upsert_<name>`` tool each schema note defines.
 
-read_frontmatter, update_frontmatter; list_schemas, reload_schemas and each schema's
-``upsert_<name>`` (see ``schemas.py`` for what a schema note holds). Every write goes
-through the write rules of ``notes.py``: ``expectedHash``, the call's Idempotency-Key,
-settled outcomes.
+A schema note (``text/schemas.py`` says what it holds) becomes a tool whose arguments
+are its fields; the registry (``registry.py``) holds the schemas loaded now. An upsert
+creates the note where the schema says, or writes the given fields into its front
+matter like any edit (``no_lost_updates.py``).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
+from teamvault_mcp.errors import TeamVaultError, ToolInputError
 from teamvault_mcp.text import frontmatter
 from teamvault_mcp.text.diff import unified_diff
-from teamvault_mcp.text.schemas import Schema, SchemaProblem, parse_schema_note
+from teamvault_mcp.text.schemas import Schema
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
-from teamvault_mcp.tools.notes import mime_type_for
-from teamvault_mcp.tools.writes import VERIFIED, expect, rewrite, settle_content
-
-if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import TeamVaultClient
-
-log = logging.getLogger(__name__)
-
-
-def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    note = ctx.note(project_id, args["path"])
-    fields, parts = frontmatter.read(note.text, note.path, check=_yaml_check(ctx, note.path))
-    result: dict[str, Any] = {
-        "path": note.path,
-        "frontmatter": fields,
-        "hasFrontmatter": parts.present,
-        "contentHash": note.content_hash,
-    }
-    if parts.unclosed:
-        result["note"] = (
-            "The note starts with a --- line that no later --- line closes: to Obsidian that is not front matter."
-        )
-    return json_output(result)
-
-
-def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    project_id = ctx.project(args)
-    changes: dict[str, Any] = args.get("set") or {}
-    remove: list[str] = args.get("remove") or []
-    if not changes and not remove:
-        raise ToolInputError("Give set (fields to write), remove (field names to drop), or both.")
-    both = sorted(set(changes) & set(remove))
-    if both:
-        raise ToolInputError(f"A field cannot be both set and removed: {', '.join(both)}.")
-    note = ctx.note(project_id, args["path"])
-    expected = args.get("expectedHash")
-    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
-    original = note.editable_text("its front matter")
-    check = _yaml_check(ctx, note.path)
-    current, _ = frontmatter.read(original, note.path, check=check)
-    changed = frontmatter.update(original, changes, remove, note.path, check=check)
-    after, _ = frontmatter.read(changed, note.path, check=check)
-    absent = [name for name in remove if name not in current]
-    extra: dict[str, Any] = {"frontmatter": after}
-    if absent:
-        extra["absent"] = absent  # asked to remove, but not there: nothing to do for them
-    return rewrite(
-        ctx,
-        project_id,
-        note,
-        changed,
-        dry_run=bool(args.get("dryRun")),
-        edits="these changes",
-        done="Updated the front matter of",
-        change=lambda text: frontmatter.update(text, changes, remove, note.path, check=check),
-        expected=expected,
-        extra=extra,
-    )
-
-
-def _yaml_check(ctx: ToolContext, path: str) -> Callable[[], None]:
-    """Stops reading or changing the YAML of ``path`` when the call is cancelled or its budget has run out:
-    parsing is CPU work that no request's time limit covers."""
-
-    def check() -> None:
-        if ctx.token is not None and ctx.token.cancelled:
-            raise CallCancelledError()
-        if ctx.budget is not None and ctx.budget.remaining() <= 0:
-            raise frontmatter.FrontMatterError(
-                f"The front matter of {path} took longer to read than this call's {ctx.budget.seconds:g} s budget, "
-                "so it was stopped; nothing was written. Read the note with read_note instead."
-            )
-
-    return check
-
-
-# -- schema tools -----------------------------------------------------------------------------------------
-
-#: The start-up load of the schemas gets this long; the server answers tools/list by then at the latest.
-SCHEMA_LOAD_LIMIT = 5.0
-#: Schema notes read from the folder, at most (in path order).
-MAX_SCHEMA_NOTES = 100
-
-
-@dataclass(frozen=True)
-class SchemaSet:
-    """The schemas loaded from the folder, and what was wrong with the notes that did not load."""
-
-    schemas: tuple[Schema, ...] = ()
-    problems: tuple[tuple[str, str], ...] = ()  # (schema note, problem)
-    status: str = "loading"
-
-
-class SchemaRegistry:
-    """The current :class:`SchemaSet`; replaced whole by each load, counted by ``generation``."""
-
-    def __init__(self, project_id: str, folder: str) -> None:
-        self.project_id = project_id
-        self.folder = folder
-        self.current = SchemaSet()
-        self.generation = 0
-        #: Set when the start-up load has ended, loaded or not.
-        self.started = threading.Event()
-        self._lock = threading.Lock()
-
-    def install(self, loaded: SchemaSet) -> None:
-        with self._lock:
-            self.current = loaded
-            self.generation += 1
-        for source, problem in loaded.problems:
-            log.warning("schema note %s not loaded: %s", source, problem)
-
-    def load(self, client: TeamVaultClient) -> SchemaSet:
-        """Read every schema note of the folder; a note that is not a valid schema becomes a problem."""
-        files = sorted(
-            (f for f in client.list_files(self.project_id, prefix=self.folder) if f.path.startswith(self.folder)),
-            key=lambda f: f.path,
-        )
-        notes = [f for f in files if f.path.lower().endswith(".md")]
-        problems: list[tuple[str, str]] = []
-        if len(notes) > MAX_SCHEMA_NOTES:
-            problems.append((self.folder, f"{len(notes)} notes; only the first {MAX_SCHEMA_NOTES} were read"))
-        schemas: list[Schema] = []
-        defined: dict[str, str] = {}
-        for file in notes[:MAX_SCHEMA_NOTES]:
-            if file.file_type != "TEXT":
-                problems.append((file.path, "not a text note"))
-                continue
-            text = client.download(self.project_id, file.id).decode("utf-8", errors="replace")
-            try:
-                schema = parse_schema_note(file.path, text)
-            except SchemaProblem as problem:
-                problems.append((file.path, str(problem)))
-                continue
-            if schema.name in defined:
-                problems.append(
-                    (file.path, f"schemaName {schema.name!r} is already defined by {defined[schema.name]}; ignored")
-                )
-                continue
-            defined[schema.name] = file.path
-            schemas.append(schema)
-        when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-        return SchemaSet(tuple(schemas), tuple(problems), f"loaded from {self.folder} at {when}")
+from teamvault_mcp.tools.kinds import FIELD_READERS, read_text
+from teamvault_mcp.tools.no_lost_updates import rewrite
+from teamvault_mcp.tools.registry import SchemaRegistry, SchemaSet
+from teamvault_mcp.tools.spec import STRING, Tool, object_schema
+from teamvault_mcp.tools.writes import VERIFIED, mime_type_for, settle_content
 
 
 def list_schemas(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -209,7 +68,7 @@ def upsert(schema: Schema, ctx: ToolContext, args: Mapping[str, Any]) -> ToolOut
         return _create(schema, ctx, project_id, path, schema.with_defaults(args))
     note = ctx.note(project_id, path)
     original = note.editable_text("its fields")
-    check = _yaml_check(ctx, note.path)
+    check = ctx.yaml_check(note.path)
     changed = frontmatter.update(original, dict(args), [], note.path, check=check)
     after, _ = frontmatter.read(changed, note.path, check=check)
     extra = {"action": "updated" if changed != original else "unchanged", "frontmatter": after}
@@ -250,3 +109,104 @@ def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values
         result.update(verified=True, note=VERIFIED)
     headline = f"Created {path} ({schema.name}); its contentHash is {new_hash}."
     return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{result['diff']}", result)
+
+
+# -- the tools ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemaArguments:
+    """The arguments of an ``upsert_<name>`` tool: the fields of its schema note (see :attr:`Tool.spec`)."""
+
+    schema: Schema
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.schema.json_schema()
+
+    def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return self.schema.check(arguments)
+
+    def paths(self, arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [("path", self.schema.path_for(arguments))]
+
+    def read(self, name: str, text: str) -> Any:
+        """A field's value from a command line, by the field's type (a string, a date and an enum stay text)."""
+        field = next((field for field in self.schema.fields if field.name == name), None)
+        return FIELD_READERS.get(field.type, read_text)(name, text) if field is not None else text
+
+
+#: What list_schemas answers; reload_schemas adds which tools it added and removed.
+SCHEMAS_RESULT = {
+    "folder": STRING,
+    "status": STRING,
+    "schemas": {"type": "array", "items": {"type": "object"}},
+    "problems": {"type": "array", "items": {"type": "object"}},
+}
+
+CHANGED_TOOLS = {"added": {"type": "array", "items": STRING}, "removed": {"type": "array", "items": STRING}}
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="list_schemas",
+        title="List schemas",
+        description=(
+            "List the kinds of structured notes this vault defines (schema notes in TEAM_VAULT_SCHEMA_DIR): for "
+            "each, its upsert_<name> tool, description, fields with their types and which are required, and the "
+            "path template its notes follow. Also lists schema notes that are invalid, with what is wrong."
+        ),
+        params=(),
+        handler=list_schemas,
+        takes_project=False,
+        needs_schemas=True,
+        output_schema=object_schema(SCHEMAS_RESULT, list(SCHEMAS_RESULT)),
+    ),
+    Tool(
+        name="reload_schemas",
+        title="Reload schemas",
+        description=(
+            "Read the schema notes again after someone changed them, and replace the upsert_<name> tools with "
+            "what they now define. Returns the schemas, the problems, and which tools were added or removed."
+        ),
+        params=(),
+        handler=reload_schemas,
+        writes=True,  # changes this server's tools (it writes no note)
+        destructive=False,
+        idempotent=True,
+        takes_project=False,
+        needs_schemas=True,
+        output_schema=object_schema({**SCHEMAS_RESULT, **CHANGED_TOOLS}, [*SCHEMAS_RESULT, *CHANGED_TOOLS]),
+    ),
+)
+
+
+def schema_tool(schema: Schema) -> Tool:
+    """The ``upsert_<name>`` tool of a schema note."""
+    where = schema.path_template
+    return Tool(
+        name=schema.tool_name,
+        title=f"Create or update {schema.name}",
+        description=(
+            f"{schema.description.rstrip('.') + '. ' if schema.description else ''}"
+            f"Creates the {schema.name} note at {where} (from the fields; {schema.identifier_field} identifies "
+            f"it), or, when it exists, writes the given fields into its front matter and leaves the rest of the "
+            f"note as it is. Every field is checked against the schema note {schema.source}."
+        ),
+        params=(),
+        handler=functools.partial(upsert, schema),
+        writes=True,
+        destructive=True,  # replaces field values (the server keeps the old content as a version)
+        idempotent=True,  # the same fields again leave the same note
+        takes_project=False,  # the schema's notes live in the project the schema note is in
+        spec=SchemaArguments(schema),
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "action": {"type": "string", "enum": ["created", "updated", "unchanged"]},
+                "contentHash": STRING,
+                "frontmatter": {"type": "object"},
+                "diff": STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "action", "contentHash", "frontmatter"],
+        ),
+    )

@@ -1,4 +1,4 @@
-"""Handlers of search_notes and find_notes: the vault's notes, gathered cheaply, searched within the budget.
+"""The search tools, search_notes and find_notes: the vault's notes, gathered cheaply, searched within the budget.
 
 The server has no search endpoint, so the MCP searches itself. One listing gives
 every note's ``contentHash``; a note is taken from the in-memory index, else from
@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
+from teamvault_mcp.text.fuzzy import find_paths
+from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.regex_subset import UnsafeRegexError
 from teamvault_mcp.text.search import (
     BM25,
@@ -31,11 +33,11 @@ from teamvault_mcp.text.search import (
     Matcher,
     SearchIndex,
     TimeUp,
-    find_paths,
     rank,
 )
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.reading import folder_prefix
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.spec import STRING, Tool, object_schema
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -310,3 +312,101 @@ def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: th
             return
         last[0] = now
     ctx.progress(done, total, f"downloaded {done} of {total} notes to search")
+
+
+# -- the tools ----------------------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="search_notes",
+        title="Search notes",
+        description=(
+            "Search the text of the project's notes. mode=text (default) finds notes holding every word of the "
+            "query, ignoring case and accents, and ranks the lines; mode=phrase finds the words in order on one "
+            "line; mode=regex takes a regular expression (a safe subset: no nested quantifiers). Each hit gives "
+            "path, line, a short snippet, the heading breadcrumb and the tocPath of its section: read just that "
+            "part with read_note(path, section=tocPath). Notes are ranked by BM25 (words that are frequent in a "
+            f"note and rare in the vault count most); at most limit hits (default {DEFAULT_HITS}), at most 3 per "
+            "note, and the result says how many more notes matched. The first search of a big vault downloads its "
+            "notes (and caches them); if the time budget runs out first, it answers with what it searched, "
+            "marked partial."
+        ),
+        params=(
+            Param("query", "What to look for: words, a phrase, or a regular expression (see mode).", kind="query"),
+            Param("prefix", "Only search paths starting with this, e.g. 'projects/'.", kind="prefix", required=False),
+            Param(
+                "limit",
+                f"Most hits to return (default {DEFAULT_HITS}, at most 200).",
+                kind="count",
+                required=False,
+                maximum=200,
+            ),
+            Param(
+                "mode",
+                "text (all words, any case and accents), phrase (the words in order), or regex.",
+                kind="choice",
+                required=False,
+                choices=("text", "phrase", "regex"),
+            ),
+        ),
+        handler=search_notes,
+        output_schema=object_schema(
+            {
+                "query": STRING,
+                "mode": STRING,
+                "hits": {
+                    "type": "array",
+                    "items": object_schema(
+                        {
+                            "path": STRING,
+                            "line": {"type": "integer"},
+                            "snippet": STRING,
+                            "breadcrumb": STRING,
+                            "tocPath": {"type": "array", "items": STRING},
+                            "score": {"type": "number"},
+                        },
+                        ["path", "line", "snippet", "breadcrumb", "tocPath", "score"],
+                    ),
+                },
+                "totalNotes": {"type": "integer"},
+                "moreNotes": {"type": "integer"},
+                "notesSearched": {"type": "integer"},
+                "notesNotSearched": {"type": "integer"},
+                "slowLines": {"type": "integer"},
+                "partial": {"type": "boolean"},
+            },
+            ["query", "mode", "hits", "totalNotes", "moreNotes", "notesSearched", "partial"],
+        ),
+    ),
+    Tool(
+        name="find_notes",
+        title="Find notes by name",
+        description=(
+            'Find notes by their path or file name, forgiving typos and missing letters, ranked: for "where is '
+            'the note about X". Case and accents are ignored. Returns paths with a score (100 is an exact name).'
+        ),
+        params=(
+            Param("query", "Part of a name or path, e.g. 'kuzma' or 'meeting notes 2026'.", kind="query"),
+            Param(
+                "limit",
+                f"Most paths to return (default {DEFAULT_FOUND}, at most 100).",
+                kind="count",
+                required=False,
+                maximum=100,
+            ),
+        ),
+        handler=find_notes,
+        output_schema=object_schema(
+            {
+                "query": STRING,
+                "notes": {
+                    "type": "array",
+                    "items": object_schema(
+                        {"path": STRING, "type": STRING, "score": {"type": "number"}}, ["path", "type", "score"]
+                    ),
+                },
+            },
+            ["query", "notes"],
+        ),
+    ),
+)

@@ -374,3 +374,27 @@ class CacheRoot:
         temp = self.path / f"{files.TEMP_PREFIX}{CHANGES}-{secrets.token_hex(8)}"
         os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | files.SAFE, 0o600))
         os.replace(temp, self.path / CHANGES)
+
+
+class ProjectCaches:
+    """The content cache of each project of one server, all in one :class:`CacheRoot`: one bound, one LRU order.
+
+    The root is made by the first read that asks for a cache, not at start-up.
+    """
+
+    def __init__(self, directory: Path, *, max_bytes: int, server: str) -> None:
+        self._directory = directory
+        self._max_bytes = max_bytes
+        self._server = server
+        self._lock = threading.Lock()
+        self._root: CacheRoot | None = None
+        self._caches: dict[str, ContentCache] = {}
+
+    def for_project(self, project_id: str) -> ContentCache:
+        with self._lock:
+            cache = self._caches.get(project_id)
+            if cache is None:
+                if self._root is None:
+                    self._root = CacheRoot(self._directory, max_bytes=self._max_bytes)
+                cache = self._caches[project_id] = self._root.namespace(f"{self._server}\0{project_id}")
+            return cache

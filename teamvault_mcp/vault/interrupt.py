@@ -7,7 +7,7 @@ connections of one attempt; the watchdog stops a guard whose time limit has pass
 which bounds the *whole* attempt, a server that drips bytes included.
 
 Shutting a socket (``shutdown(SHUT_RDWR)``) wakes a blocked ``recv`` at once, where
-``close`` would not. This module knows nothing of ``requests``: ``http.py`` makes the
+``close`` would not. This module knows nothing of ``requests``: ``transport.py`` makes the
 connections register themselves with the guard that runs on their thread.
 """
 
