@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.vault.retry import Failure
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +55,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def write_outcome(error: TeamVaultError | None, *, replayed: bool, noop: bool) -> str:
-    """The ``outcome`` of a write tool call that ended with ``error`` (None: it succeeded)."""
-    if error is None:
+def write_outcome(failure: Failure | None, *, replayed: bool, noop: bool) -> str:
+    """The ``outcome`` of a write tool call that ended in ``failure`` (None: it succeeded)."""
+    if failure is None:
         if noop:
             return "noop"
         return "replayed" if replayed else "applied"
-    if isinstance(error, CallCancelledError):
-        return "cancelled"
-    return "uncertain" if error.uncertain else "failed"
+    return failure.audited

@@ -29,11 +29,11 @@ import mcp.types as types
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import (
     CallCancelledError,
+    InternalError,
     InvalidPathError,
     TeamVaultError,
     ToolInputError,
     WriteScopeError,
-    write_failure_text,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
 from teamvault_mcp.text.paths import stored_path_of
@@ -46,7 +46,7 @@ from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import tools_for
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
+from teamvault_mcp.vault.retry import Budget, Clock, Failure, RetryPolicy, SystemClock, failure
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import TeamVaultClient
@@ -189,14 +189,15 @@ class ToolRunner:
             args = tool.check_arguments(arguments)
             self._check_write_scope(tool, args)
         except ToolInputError as error:
+            refused = failure(error, write_sent=False)
             if tool.writes:
-                self._audit(tool, arguments or {}, error=error)
-            return _error_result(str(error))
+                self._audit(tool, arguments or {}, refused)
+            return _error_result(refused.text)
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
         output = await self._in_worker(lambda: self._execute(tool, args, budget, token, progress), token)
-        if isinstance(output, TeamVaultError):
-            return _error_result(write_failure_text(output) if tool.writes else str(output))
+        if isinstance(output, Failure):
+            return _error_result(output.text)
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
         return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
@@ -243,8 +244,8 @@ class ToolRunner:
         self,
         tool: Tool,
         args: dict[str, Any],
+        failed: Failure | None,
         *,
-        error: TeamVaultError | None = None,
         client: TeamVaultClient | None = None,
         facts: dict[str, Any] | None = None,
     ) -> None:
@@ -259,18 +260,18 @@ class ToolRunner:
             "paths": _audited_paths(tool, args),
             "idempotencyKey": client.idempotency_key if client is not None else None,
             "attempts": client.write_attempts if client is not None else 0,
-            "outcome": write_outcome(error, replayed=replayed, noop=bool(facts.get("noop"))),
+            "outcome": write_outcome(failed, replayed=replayed, noop=bool(facts.get("noop"))),
         }
         for name in ("hashBefore", "hashAfter", "verified"):
             if name in facts:
                 entry[name] = facts[name]
-        if error is not None:
-            entry["error"] = type(error).__name__
+        if failed is not None:
+            entry["error"] = type(failed.error).__name__
         self.audit.record(entry)
 
     def _execute(
         self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
-    ) -> ToolOutput | TeamVaultError:
+    ) -> ToolOutput | Failure:
         """The worker thread's part: one client for the call, the handler, errors as values."""
         with self._active_lock:
             self._active.add(token)
@@ -285,40 +286,37 @@ class ToolRunner:
             progress=progress,
             schemas=self.schemas,
         )
-        outcome: ToolOutput | TeamVaultError
+        error: TeamVaultError | None = None
         try:
-            outcome = tool.handler(context, args)
-        except CallCancelledError as error:
+            output = tool.handler(context, args)
+        except CallCancelledError as cancelled:
             if tool.writes:
                 log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
-            outcome = error
-        except TeamVaultError as error:
-            outcome = error
+            error = cancelled
+        except TeamVaultError as failed:
+            error = failed
         except RecursionError:  # a parser recursing into data nested hundreds of levels (a note's YAML, say)
             log.warning("%s reached the recursion limit", tool.name, exc_info=True)
-            outcome = TeamVaultError(
+            error = InternalError(
                 f"{tool.name} stopped: something it read (a note's front matter, say) nests lists or objects "
                 "hundreds of levels deep, deeper than this server can process. Read the note with read_note to "
                 "see it; fix that text, then try again."
             )
-            outcome.uncertain = True  # unless no write request was sent (see below)
-        except Exception as error:  # the one place a bug becomes a message instead of a dead server
+        except Exception as bug:  # the one place a bug becomes a message instead of a dead server
             log.exception("internal error in %s", tool.name)
-            outcome = TeamVaultError(
-                f"Internal error in {tool.name}: {type(error).__name__}: {error}. "
+            error = InternalError(
+                f"Internal error in {tool.name}: {type(bug).__name__}: {bug}. "
                 "This is a bug in teamvault-mcp; the server keeps running."
             )
-            outcome.uncertain = True  # a write may have been sent before the bug struck (see below)
         finally:
             client.close()
             with self._active_lock:
                 self._active.discard(token)
-        if isinstance(outcome, TeamVaultError) and client.write_attempts == 0:
-            outcome.uncertain = False  # no write request was ever sent: nothing can have been applied
+        # Only a write request that was sent can have been applied.
+        ended = failure(error, write_sent=tool.writes and client.write_attempts > 0) if error is not None else None
         if tool.writes:
-            failure = outcome if isinstance(outcome, TeamVaultError) else None
-            self._audit(tool, args, error=failure, client=client, facts=context.facts)
-        return outcome
+            self._audit(tool, args, ended, client=client, facts=context.facts)
+        return ended if ended is not None else output
 
     async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
         """Run ``work`` in a thread; if this task is cancelled meanwhile, cancel ``token`` at once.

@@ -3,10 +3,11 @@
 - **Preconditions.** With ``expectedHash`` (the ``contentHash`` the agent last saw) a
   write happens only if the note still has it; otherwise a :class:`ConflictError`
   shows what changed since (:func:`expect`).
-- **Settled outcomes.** A write that ends without a definite answer is checked once
-  (:func:`settle`): found applied → success, marked ``verified``; found as it was
-  before, with no attempt possibly still running on the server → a clean failure;
-  anything else keeps the "may or may not have been applied" hint.
+- **Settled outcomes.** A write that ends without a definite answer (the outcome table,
+  ``vault/retry.py``, says which) is checked once (:func:`settle`): found applied →
+  success, marked ``verified``; found as it was before, with no attempt possibly still
+  running on the server → a clean failure; anything else keeps the "may or may not have
+  been applied" hint.
 
 A write of a note's content also loses no colleague's change made meanwhile: that is
 ``no_lost_updates.py``, built on these rules.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError
 from teamvault_mcp.text.diff import shortened, unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -130,7 +132,7 @@ def settle(
     Raises :class:`NotAppliedError` if it shows the note untouched and no attempt can still
     be running on the server; re-raises ``error`` (with its hint) in every other case.
     """
-    if isinstance(error, CallCancelledError) or not error.uncertain:
+    if isinstance(error, CallCancelledError) or not outcome(error).uncertain:
         raise error
     try:
         found = look()
@@ -140,7 +142,7 @@ def settle(
         raise error from None  # no budget left to look, or the look failed too: it stays uncertain
     if applied(found):
         return found
-    if untouched(found) and not error.pending:
+    if untouched(found) and not outcome(error).may_still_run:
         raise NotAppliedError(error, untouched_text) from None
     raise error
 

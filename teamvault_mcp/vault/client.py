@@ -40,7 +40,7 @@ from teamvault_mcp.vault.answers import (
     version_record,
 )
 from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, parse_retry_after, run_with_retries
+from teamvault_mcp.vault.retry import Budget, Clock, Failed, RetryPolicy, parse_retry_after, run_with_retries
 from teamvault_mcp.vault.transport import Answer, HttpPool, HttpSession
 
 log = logging.getLogger(__name__)
@@ -319,14 +319,14 @@ class TeamVaultClient:
             except TeamVaultError as error:
                 self._log_attempt(method, shown_path, type(error).__name__, started, number, write)
                 if self._redactor.finds(str(error)):  # a garbled status line may quote what the server echoed
-                    error.args = (self._redactor.text(str(error)),)
+                    error.args = (self._redactor.text(str(error.args[0])),)
                 raise
             self._log_attempt(method, shown_path, str(answer.status), started, number, write)
             if answer.status >= 300:
                 raise self._status_error(method, shown_path, answer)
             return answer
 
-        answer = run_with_retries(
+        result = run_with_retries(
             attempt,
             what=(method, shown_path),
             policy=self._policy,
@@ -334,6 +334,9 @@ class TeamVaultClient:
             clock=self._clock,
             cancel=self._token.event,
         )
+        if isinstance(result, Failed):  # the caller catches the error by its type; what the loop saw rides along
+            raise result.error.attach(result.attempts)
+        answer = result
         if write:
             self.conditional = answer.headers.get(CONDITIONAL_HEADER, "").lower() == "if-match"
             self.replayed = answer.headers.get("Idempotent-Replayed", "").lower() == "true"

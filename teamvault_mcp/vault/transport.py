@@ -259,7 +259,7 @@ class HttpSession:
             self._pool.drop_idle()  # opened about when this one was: likely closed by the server too
             return StaleConnectionError(method, api_path)
         if _never_connected(exc):  # nothing reached the server: a definite failure, even for a write
-            return NetworkError(method, api_path, describe_failure(exc), sent=False)
+            return NetworkError(method, api_path, describe_failure(exc), connected=False)
         if attempt.stopped_because == "expired" or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError):
             return AttemptTimeoutError(method, api_path, limit)
         return NetworkError(method, api_path, describe_failure(exc))
