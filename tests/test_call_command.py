@@ -15,9 +15,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import make_config
 from mcp import Client
-from waiting import GENEROUS, assert_within, wait_until
+from support.env import env_for
+from support.fakes import make_config
+from support.waiting import GENEROUS, assert_within, wait_until
 
 from teamvault_mcp.cli import main
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -32,17 +33,6 @@ CACHE_OFF = {"TEAM_VAULT_CACHE_DIR": "off"}  # a test never writes to the user's
 def vault(tmp_path: Path) -> Iterator[LocalVault]:
     with LocalVault(tmp_path / "vault") as running:
         yield running
-
-
-def env_for(vault: LocalVault, **overrides: str) -> dict[str, str]:
-    values = {
-        "TEAM_VAULT_URL": vault.url,
-        "TEAM_VAULT_API_KEY": vault.api_key,
-        "TEAM_VAULT_PROJECT_ID": vault.project_id,
-        "TEAM_VAULT_CACHE_DIR": "off",
-    }
-    values.update({f"TEAM_VAULT_{name}": value for name, value in overrides.items()})
-    return values
 
 
 def call(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str) -> tuple[int, str, str]:

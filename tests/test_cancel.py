@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 from teamvault_mcp.vault.interrupt import AttemptGuard, CancelToken, stop_when_expired
 

@@ -8,8 +8,8 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 import responses
-from conftest import API_KEY, BASE, FILES, PROJECT, file_record
 from responses import matchers
+from support.fakes import API_KEY, BASE, FILES, PROJECT, file_record
 
 from teamvault_mcp.errors import HTTPStatusError, NetworkError, UnexpectedAnswerError
 from teamvault_mcp.vault.retry import outcome

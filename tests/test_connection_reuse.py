@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 import pytest
 import urllib3.response
-from conftest import PROJECT, FakeClock, file_record, make_config
-from loopback import Exchange, hang, json_answer, loopback_server
 from mcp import Client
-from waiting import GENEROUS, assert_within, await_until
+from support.fakes import PROJECT, FakeClock, file_record, make_config
+from support.loopback import Exchange, hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.errors import CallCancelledError, NetworkError
 from teamvault_mcp.server.protocol import build_server

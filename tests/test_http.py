@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
-from loopback import drip, hang, json_answer, loopback_server
-from waiting import GENEROUS, assert_within, wait_until
+from support.loopback import drip, hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, wait_until
 
 from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError
 from teamvault_mcp.vault.interrupt import CancelToken

@@ -9,8 +9,8 @@ from email.utils import format_datetime
 import pytest
 import requests
 import responses
-from conftest import FILES, PROJECT, FakeClock, file_record
 from freezegun import freeze_time
+from support.fakes import FILES, PROJECT, FakeClock, file_record
 
 from teamvault_mcp.errors import (
     UNCERTAIN_WRITE_HINT,

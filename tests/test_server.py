@@ -13,11 +13,11 @@ import anyio
 import pytest
 import requests
 import responses
-from conftest import API_KEY, BASE, FILES, FakeClock, file_record, make_config
-from loopback import hang, json_answer, loopback_server
 from mcp import Client
 from responses import matchers
-from waiting import GENEROUS, assert_within, await_until
+from support.fakes import API_KEY, BASE, FILES, FakeClock, file_record, make_config
+from support.loopback import hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp import __version__
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT

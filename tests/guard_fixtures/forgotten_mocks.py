@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 
 import responses
-from conftest import API_KEY, BASE, FakeClock
-from loopback import json_answer, loopback_server
+from support.fakes import API_KEY, BASE, FakeClock
+from support.loopback import json_answer, loopback_server
 
 from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.vault.client import TeamVaultClient
