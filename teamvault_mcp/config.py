@@ -22,7 +22,7 @@ FALSE_WORDS = ("0", "false", "no", "off", "")
 DEFAULT_CALL_BUDGET = 45.0
 DEFAULT_CACHE_MAX_MB = 512
 DEFAULT_ATTEMPT_TIMEOUT = 20.0
-#: A call needs room for at least one attempt (spec §5.2: none starts with less than 2 s left).
+#: A call needs room for at least one attempt (README: Reliability: none starts with less than 2 s left).
 MIN_CALL_BUDGET = 2.0
 #: Above an hour the "shorter than the host's timeout" promise means nothing.
 MAX_SECONDS = 3600.0

@@ -9,7 +9,7 @@ When one that others need fails, they are reported as skipped.
 Nothing is written. The Idempotency-Key probe sends a move of an existing note to
 the path it already has, twice with the same key: a server that supports the key
 answers the second with ``Idempotent-Replayed: true``; a move to the same path
-changes nothing either way (teamvault-api.md §11.1).
+changes nothing either way (docs/teamvault-api.md §11.1).
 
 Status ``fail`` is a required check that failed (exit code 1); ``warn`` is a problem
 the server can run with; ``unknown`` could not be found out; ``skip`` was not tried.

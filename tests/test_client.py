@@ -1,4 +1,4 @@
-"""TeamVaultClient against the REST contract (teamvault-api.md §3, §4, §9), HTTP faked with ``responses``."""
+"""TeamVaultClient against the REST contract (docs/teamvault-api.md §3, §4, §9), HTTP faked with ``responses``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The client-side path gate against teamvault-api.md §2 (the latest server, V3).
+"""The client-side path gate against docs/teamvault-api.md §2 (the latest server, V3).
 
 Every row of the §2.3 "Input → stored form" table is here, for the incoming gate
 (create / move target) and, where §2.2 says the stored gate differs, for the stored

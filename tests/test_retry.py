@@ -1,4 +1,4 @@
-"""The retry policy (spec §5.2–§5.7): what is retried, pauses, Retry-After, budget, idempotency keys."""
+"""The retry policy (README: Reliability): what is retried, pauses, Retry-After, budget, idempotency keys."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tools through a real MCP client over in-memory streams (spec §3, §5, §6)."""
+"""The tools through a real MCP client over in-memory streams (README: Tools, Reliability, Errors)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 ``stored_path_of`` reduces any spelling of a path (``./a.md``, ``dir\\a.md``,
 ``x/../dir/a.md``) to the form the server stores, and refuses what the server
 would refuse, with the server's own wording, before any request is sent. It
-mirrors ``normalizeVaultPath`` of the latest server (teamvault-api.md §2, V3):
+mirrors ``normalizeVaultPath`` of the latest server (docs/teamvault-api.md §2, V3):
 
 - ``incoming=True`` is the full gate used for create and move targets;
 - ``incoming=False`` is the gate for paths that already live on the server

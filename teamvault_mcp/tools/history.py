@@ -1,6 +1,6 @@
 """The version-history tools: list, read, diff and restore versions of a note.
 
-The server keeps a version per distinct content of every note (teamvault-api.md §4).
+The server keeps a version per distinct content of every note (docs/teamvault-api.md §4).
 A version is named by its number (``3``) or its id. Restoring writes that version's
 bytes as a new version, through the same idempotent and settled write as any edit:
 nothing is ever lost.

@@ -137,7 +137,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     wanted: list[str] = list(dict.fromkeys(args["paths"]))  # each path once, in the order given
 
     def read_one(raw: str) -> dict[str, Any]:
-        client = ctx.client.fork()  # a requests session serves one thread
+        client = ctx.client.fork()  # a client per thread: same budget, cancel token and pool; its own answer flags
         try:
             note = dataclasses.replace(ctx, client=client).note(project_id, raw)
         except CallCancelledError:

@@ -252,7 +252,7 @@ def gather(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> Gathere
 def _download(
     ctx: ToolContext, project_id: str, missing: list[VaultFile], gathered: Gathered, index: SearchIndex
 ) -> None:
-    """Fetch ``missing`` with up to 8 workers, each with its own session; stop early rather than run out."""
+    """Fetch ``missing`` with up to 8 workers, each with a client of its own; stop early rather than run out."""
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
     todo: queue.SimpleQueue[VaultFile] = queue.SimpleQueue()
     for file in missing:

@@ -2,7 +2,7 @@
 
 No answer can raise anything here: invalid UTF-8 and escapes of lone surrogates become
 U+FFFD, nesting too deep for Python is reported, and each record keeps only the fields
-the API contract names (teamvault-api.md §3, §4, §9), in their types — a hash as 64
+the API contract names (docs/teamvault-api.md §3, §4, §9), in their types — a hash as 64
 lowercase hex digits, a size as a non-negative integer, ids and paths as strings;
 anything else is dropped, never passed on. ``client.py`` builds its values from these.
 """
@@ -92,7 +92,7 @@ def project_record(raw: Any) -> dict[str, Any] | None:
 
 
 def version_record(raw: Any) -> dict[str, Any] | None:
-    """A version with the fields the contract names in their types (teamvault-api.md §4.1); None without an id."""
+    """A version with the fields the contract names in their types (docs/teamvault-api.md §4.1); None without an id."""
     if not isinstance(raw, dict) or identifier(raw.get("id")) is None:
         return None
     version = _scalars(raw)

@@ -4,7 +4,7 @@ A client lives exactly as long as one tool call: it holds the call's budget, its
 cancel token and its Idempotency-Key (one UUID for every write request of the call,
 identical on every attempt); its connections come from the server's shared keep-alive
 pool. Each request runs through the retry loop. HTTP answers become values or :mod:`teamvault_mcp.errors`; the
-endpoints and shapes are those of teamvault-api.md §3, §4 and §9.
+endpoints and shapes are those of docs/teamvault-api.md §3, §4 and §9.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """When to try a request again, and what a failure means: the policy, the outcome table, the loop.
 
-The policy is one immutable value and its arithmetic is pure functions (spec §5):
+The policy is one immutable value and its arithmetic is pure functions (README: Reliability):
 at most 3 attempts, pauses of 1 s then 3 s plus 0–0.25 s of jitter, ``Retry-After``
 honoured up to 10 s, no attempt started with less than 2 s of budget left, and a
 409 ``idempotency_key_in_use`` retried until the budget ends without counting as an
@@ -47,7 +47,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How one request is retried. The defaults are the product's promises (spec §5.2–§5.4)."""
+    """How one request is retried. The defaults are the product's promises (README: Reliability)."""
 
     max_attempts: int = 3
     #: Pause after the 1st failed attempt, after the 2nd, ... (the last repeats).

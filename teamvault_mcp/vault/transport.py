@@ -9,8 +9,9 @@ connect and when they send. The TCP connect and the TLS handshake cannot be
 interrupted this way; they are bounded by the connect timeout, and a stop that
 arrives meanwhile is applied the moment they return.
 
-Here ``requests``/``urllib3`` failures become :mod:`teamvault_mcp.errors`; what an
-HTTP *status* means is ``client.py``'s business.
+Here ``requests``/``urllib3`` failures become :mod:`teamvault_mcp.errors`, as facts (did
+the connection ever open?); what an HTTP *status* means is ``client.py``'s business, and
+what a failure means for a retry or a write, ``retry.py``'s outcome table.
 """
 
 from __future__ import annotations
