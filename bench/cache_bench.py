@@ -31,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from teamvault_mcp import cache as new  # noqa: E402
+from teamvault_mcp.vault import cache as new  # noqa: E402
 
 NOTE = b"# Handbook\n" + b"The travel budget is reviewed every quarter.\n" * 46  # ~2 KB
 

@@ -20,7 +20,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from teamvault_mcp import frontmatter, yamltext
+from teamvault_mcp.text import frontmatter, yamltext
 
 
 def laughs() -> str:

@@ -6,7 +6,7 @@ text in structured content, as read_notes answers), in one run:
 - sdk: what the SDK does with every result — ``CallToolResult.model_dump`` (the runner)
   and the JSON-RPC response's ``model_dump_json`` (the stdio writer);
 - result guard: ``ToolRunner._deliverable`` — the key scrub, lone surrogates, the depth check;
-- write guard: :func:`~teamvault_mcp.stdio.writable`, the check of every message before the stdio writer.
+- write guard: :func:`~teamvault_mcp.server.stdio.writable`, the check of every message before the stdio writer.
 
 Each as the median of repeated runs, and as a share of the sdk's time.
 
@@ -27,8 +27,8 @@ import mcp.types as types
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from teamvault_mcp.config import Config
-from teamvault_mcp.server import ToolRunner
-from teamvault_mcp.stdio import writable
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server.stdio import writable
 
 KEY = "osync_" + "5ec2e7" * 10 + "abcd"
 LINE = "- [ ] a task with Ümlauts — and a [[link]] to another note\n"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from stdio_client import StdioHost
 
-from teamvault_mcp.audit import AuditLog
 from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.server.audit import AuditLog
 
 HERE = Path(__file__).resolve().parent
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from stdio_client import StdioHost
 
-from teamvault_mcp.markdown import parse
-from teamvault_mcp.reading import DEFAULT_EXCERPT_CHARS
+from teamvault_mcp.text.markdown import parse
+from teamvault_mcp.tools.reading import DEFAULT_EXCERPT_CHARS
 
 WORDS = [
     "team",

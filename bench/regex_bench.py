@@ -42,7 +42,9 @@ import teamvault_mcp
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
 
-REGEX_LINE_SECONDS = 0.2  # the server's per-line limit (teamvault_mcp.search; kept here to run on older packages too)
+REGEX_LINE_SECONDS = (
+    0.2  # the server's per-line limit (teamvault_mcp.text.search; kept here to run on older packages too)
+)
 
 EXAMPLE = "a{0,100}a{0,100}a{0,100}a{0,100}c"
 SLOW = r"\w*(?=\w*x)"  # in the safe subset; about a second per 1,000-character line of word characters
@@ -267,10 +269,18 @@ def bare(search: Any, entries: list[Any]) -> None:
         [line for line in entry.lines if search(line)]
 
 
-def with_matcher(pattern: str, entries: list[Any]) -> None:
-    from teamvault_mcp.search import Matcher
+def search_module() -> Any:
+    """The package's search module: ``text/search.py``, or ``search.py`` in a package from before issue 14."""
+    import importlib
 
-    matcher = Matcher(pattern, "regex")
+    try:
+        return importlib.import_module("teamvault_mcp.text.search")
+    except ImportError:
+        return importlib.import_module("teamvault_mcp.search")
+
+
+def with_matcher(pattern: str, entries: list[Any]) -> None:
+    matcher = search_module().Matcher(pattern, "regex")
     deadline = time.monotonic() + 60
     for entry in entries:
         matcher.lines("n.md", entry, deadline=deadline)
@@ -288,13 +298,11 @@ def median_ms(run: Any, rounds: int) -> float:
 def ordinary(rounds: int = 5) -> None:
     import re
 
-    from teamvault_mcp.search import SearchIndex
-
     sys.path.insert(0, str(Path(__file__).parent))
     from search_bench import note_text
 
     rng = random.Random(5000)
-    index = SearchIndex()
+    index = search_module().SearchIndex()
     entries = [index.add(str(number), note_text(rng, number)) for number in range(5000)]
     lines = sum(len(entry.lines) for entry in entries)
     print(

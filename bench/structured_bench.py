@@ -22,9 +22,9 @@ from pathlib import Path
 
 from stdio_client import StdioHost
 
-from teamvault_mcp import frontmatter
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
+from teamvault_mcp.text import frontmatter
 
 HERE = Path(__file__).resolve().parent
 

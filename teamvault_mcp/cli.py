@@ -15,9 +15,10 @@ number (130 for Ctrl-C, 143 for SIGTERM) when ``serve`` or ``call`` is interrupt
 Logging is configured here and only here, and goes to stderr: stdout belongs to
 JSON-RPC (or to the printed result).
 
-Past 400 lines on purpose, for now: each command's options, checks, signals and exit
-codes read side by side, and the ``local-vault`` command is being extended in parallel.
-Split by command (serve, call, local vault) once that has landed.
+Past 400 lines on purpose: one concern, the command line, whose commands share the
+parser, the exit codes and the signal handling, and read best side by side. What the
+commands run lives below (``server/``, ``doctor.py``, ``localvault/``); how ``call`` reads
+a value is its argument's kind (``tools/kinds.py``).
 """
 
 from __future__ import annotations
@@ -205,40 +206,29 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-#: The example value ``call --help`` gives an argument of each kind, as typed in a shell.
-EXAMPLE_VALUES = {
-    "path": "inbox/todo.md",
-    "query": "'travel budget'",
-    "count": "5",
-    "toc": "'[\"Tasks\"]'",
-    "edits": '\'[{"oldText": "- [ ] call", "newText": "- [x] call"}]\'',
-    "flag": "true",
-    "fields": '\'{"status": "done"}\'',
-}
-
-
 def call_examples() -> list[str]:
     """Complete ``call`` command lines, taken from the tool table, that show each kind of value once.
 
     A tool gives a line when it has an optional argument of a kind not shown yet; the line holds its
-    required arguments and those new ones (the first of each kind).
+    required arguments and those new ones (the first of each kind). The example values are the kinds' own.
     """
-    from teamvault_mcp.tools import TOOLS  # only for the help: start-up does not pay for the table
+    from teamvault_mcp.tools.kinds import KINDS
+    from teamvault_mcp.tools.table import TOOLS
 
     shown: set[str] = set()
     lines = []
     for tool in TOOLS:
-        if any(param.kind not in EXAMPLE_VALUES for param in tool.params if param.required):
+        if any(KINDS[param.kind].example is None for param in tool.params if param.required):
             continue
         new: dict[str, str] = {}
         for param in tool.params:
-            if not param.required and param.kind in EXAMPLE_VALUES and param.kind not in shown | set(new):
+            if not param.required and KINDS[param.kind].example is not None and param.kind not in shown | set(new):
                 new[param.kind] = param.name
         if not new:
             continue
         shown |= set(new)
         named = [param for param in tool.params if param.required or param.name in new.values()]
-        lines.append(" ".join([PROG, "call", tool.name, *(f"{p.name}={EXAMPLE_VALUES[p.kind]}" for p in named)]))
+        lines.append(" ".join([PROG, "call", tool.name, *(f"{p.name}={KINDS[p.kind].example}" for p in named)]))
     return lines
 
 
@@ -266,7 +256,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return _config_failure(error)
     _configure_logging(config.log_level, config.api_key)
 
-    from teamvault_mcp.server import CANCEL_GRACE, ServeStop, serve
+    from teamvault_mcp.server.protocol import ServeStop, serve
+    from teamvault_mcp.server.runner import CANCEL_GRACE
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         serve(config)
@@ -415,14 +406,14 @@ def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     import anyio
 
-    from teamvault_mcp.server import ToolRunner
+    from teamvault_mcp.server.runner import ToolRunner
+    from teamvault_mcp.tools.kinds import read_text
 
     runner = ToolRunner(config)
     runner.wait_for_schemas()  # an upsert_<schema> tool exists once its schema note is read
     tool = runner.tools.get(args.tool)
-    kinds = tool.argument_kinds() if tool is not None else {}
     try:
-        arguments = _call_arguments(args.json_args, args.arguments, kinds)
+        arguments = _call_arguments(args.json_args, args.arguments, tool.read_argument if tool else read_text)
     except ValueError as error:
         sys.stderr.write(f"{PROG} call: {error}\n")
         return 2
@@ -469,8 +460,9 @@ async def _call_until_interrupted(runner: Any, tool: str, arguments: dict[str, A
     return result, stopped_by
 
 
-def _call_arguments(json_args: str | None, pairs: Sequence[str], kinds: Mapping[str, str]) -> dict[str, Any]:
-    """The arguments of ``call``: the ``--json-args`` object, then each ``key=value``."""
+def _call_arguments(json_args: str | None, pairs: Sequence[str], read: Callable[[str, str], Any]) -> dict[str, Any]:
+    """The arguments of ``call``: the ``--json-args`` object, then each ``key=value`` as ``read(key, value)``
+    takes it (the tool's argument kinds: text stays text, the rest is JSON-ish)."""
     arguments: dict[str, Any] = {}
     if json_args is not None:
         raw = sys.stdin.read() if json_args == "-" else json_args
@@ -484,38 +476,8 @@ def _call_arguments(json_args: str | None, pairs: Sequence[str], kinds: Mapping[
         key, equals, value = pair.partition("=")
         if not equals or not key:
             raise ValueError(f"{pair!r} is not key=value (e.g. path=inbox/a.md)")
-        arguments[key] = _call_value(key, value, kinds.get(key))
+        arguments[key] = read(key, value)
     return arguments
-
-
-def _call_value(key: str, value: str, kind: str | None) -> Any:
-    """``value`` as the argument ``key`` takes it: text stays text, the rest is JSON-ish."""
-    if kind == "flag" and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if kind in ("count", "version") and value.isdigit():
-        return int(value)
-    if kind == "number":  # a schema field
-        try:
-            number = float(value)
-        except ValueError:
-            return value  # the tool's check says what is wrong
-        return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
-    if kind == "json":  # a schema field that is an array or an object
-        try:
-            return json.loads(value)
-        except ValueError:
-            raise ValueError(f"{key} takes JSON, e.g. {key}='[\"...\"]'") from None
-    if kind in ("toc", "paths", "edits", "keys"):
-        try:
-            return json.loads(value)
-        except ValueError:
-            raise ValueError(f"{key} takes a JSON array, e.g. {key}='[\"...\"]'") from None
-    if kind == "fields":
-        try:
-            return json.loads(value)
-        except ValueError:
-            raise ValueError(f'{key} takes a JSON object, e.g. {key}=\'{{"status": "done"}}\'') from None
-    return value
 
 
 def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -593,7 +555,7 @@ def _config_failure(error: ConfigError) -> int:
 
 
 def _configure_logging(level: str, api_key: str | None = None) -> None:
-    from teamvault_mcp.redact import RedactingFilter
+    from teamvault_mcp.text.redact import RedactingFilter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{PROG} %(levelname)s %(name)s: %(message)s"))

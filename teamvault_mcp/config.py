@@ -22,7 +22,7 @@ FALSE_WORDS = ("0", "false", "no", "off", "")
 DEFAULT_CALL_BUDGET = 45.0
 DEFAULT_CACHE_MAX_MB = 512
 DEFAULT_ATTEMPT_TIMEOUT = 20.0
-#: A call needs room for at least one attempt (spec §5.2: none starts with less than 2 s left).
+#: A call needs room for at least one attempt (README: Reliability: none starts with less than 2 s left).
 MIN_CALL_BUDGET = 2.0
 #: Above an hour the "shorter than the host's timeout" promise means nothing.
 MAX_SECONDS = 3600.0
@@ -192,7 +192,7 @@ def _number(
 
 
 def _cache_dir(environ: Mapping[str, str], problems: list[str]) -> Path | None:
-    from teamvault_mcp.cache import default_cache_dir
+    from teamvault_mcp.vault.cache import default_cache_dir
 
     raw = environ.get("TEAM_VAULT_CACHE_DIR", "").strip()
     if raw.lower() == "off":
@@ -220,7 +220,7 @@ def _absolute_path(environ: Mapping[str, str], name: str, problems: list[str]) -
 def _folder(name: str, item: str, problems: list[str], *, shown: str | None = None) -> str | None:
     """``./agents`` → ``agents/``: a folder in the server's stored spelling, or None (a problem noted)."""
     from teamvault_mcp.errors import InvalidPathError
-    from teamvault_mcp.paths import stored_path_of
+    from teamvault_mcp.text.paths import stored_path_of
 
     try:
         return stored_path_of(item, incoming=True) + "/"

@@ -9,10 +9,13 @@ When one that others need fails, they are reported as skipped.
 Nothing is written. The Idempotency-Key probe sends a move of an existing note to
 the path it already has, twice with the same key: a server that supports the key
 answers the second with ``Idempotent-Replayed: true``; a move to the same path
-changes nothing either way (teamvault-api.md §11.1).
+changes nothing either way (docs/teamvault-api.md §11.1).
 
 Status ``fail`` is a required check that failed (exit code 1); ``warn`` is a problem
 the server can run with; ``unknown`` could not be found out; ``skip`` was not tried.
+
+Longer than most modules on purpose: one concern, a list of checks that each need the
+ones before, read top to bottom in the order they run and are reported.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.config import Config, load_config
 from teamvault_mcp.errors import (
     ConfigError,
@@ -40,8 +42,9 @@ from teamvault_mcp.errors import (
     printable,
     server_said,
 )
-from teamvault_mcp.redact import Redactor
-from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock
+from teamvault_mcp.text.redact import Redactor
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, RetryPolicy, SystemClock
 
 #: The checks, in the order they run and are reported.
 CHECKS = ("config", "dns", "tcp", "tls", "key", "project", "latency", "write", "idempotency", "schemas")
@@ -155,7 +158,7 @@ class Doctor:
     # -- DNS, TCP, TLS ---------------------------------------------------------------------------
 
     def _way_to_server(self, config: Config) -> bool:
-        from teamvault_mcp.http import environment_settings
+        from teamvault_mcp.vault.transport import environment_settings
 
         url = urlsplit(config.base_url)
         host = url.hostname or ""
@@ -418,7 +421,7 @@ class Doctor:
         if project is None:
             self._add("schemas", "skip", "skipped: no readable default project")
             return
-        from teamvault_mcp.structured import SchemaRegistry
+        from teamvault_mcp.tools.registry import SchemaRegistry
 
         registry = SchemaRegistry(project.id, config.schema_dir)
         with self._client(config) as client:
@@ -444,7 +447,7 @@ class Doctor:
     @contextmanager
     def _client(self, config: Config) -> Iterator[Any]:
         """A client as a tool call gets one, with a budget of its own for each part of the check."""
-        from teamvault_mcp.client import TeamVaultClient
+        from teamvault_mcp.vault.client import TeamVaultClient
 
         clock = SystemClock()
         client = TeamVaultClient(

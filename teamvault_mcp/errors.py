@@ -1,10 +1,10 @@
-"""The error tree of teamvault-mcp, and the hint for writes of unknown outcome.
+"""The error tree of teamvault-mcp, and the one function that writes a failure's message.
 
-Every failure the package reports is one of these. ``http.py`` and ``client.py``
-turn ``requests``/``urllib3`` failures and HTTP answers into them; ``server.py``
-turns them into tool results. Nothing else translates errors.
+Every failure the package reports is one of these. ``vault/transport.py`` and
+``vault/client.py`` turn ``requests``/``urllib3`` failures and HTTP answers into them;
+``server/runner.py`` turns them into tool results. Nothing else translates errors.
 
-    TeamVaultError                  base; ``retryable`` and ``uncertain`` flags
+    TeamVaultError                  base: the facts of one failure, and how the retry loop ended
     ├── ConfigError                 bad environment (exit code 1 at start-up)
     ├── ToolInputError              a bad tool argument; nothing was sent
     │   ├── InvalidPathError        a path the server would refuse (names the rule)
@@ -14,29 +14,30 @@ turns them into tool results. Nothing else translates errors.
     ├── SectionNotFoundError        no heading at that tocPath; names the headings that exist
     ├── NotTextError                ``Not a text file: <path> (<mimeType>).``
     ├── HTTPStatusError             the server answered with an error status
-    │   ├── KeyInUseError           409 ``idempotency_key_in_use``: retried until the budget ends
+    │   ├── KeyInUseError           409 ``idempotency_key_in_use``: an earlier attempt is being applied
     │   └── PreconditionFailedError 412: the note no longer has the hash ``If-Match`` named
     ├── UnexpectedAnswerError       a 2xx answer we cannot read (not JSON, wrong shape)
-    ├── NetworkError                no answer: DNS, connect, reset, broken body
-    │   ├── StaleConnectionError    a pooled connection the server had closed: sent again at once, uncounted
+    ├── NetworkError                no answer: DNS, connect, reset, broken body (``connected``: it got that far)
+    │   ├── StaleConnectionError    a pooled connection the server had closed
     │   └── AttemptTimeoutError     no complete answer within the attempt's limit
     ├── ConflictError               ``expectedHash`` differs from the note's current hash
     ├── ChangedMeanwhileError       a colleague's write landed during ours; theirs is current again
     ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
     ├── NotAppliedError             an unanswered write that a check found not applied
     ├── OutOfTimeError              the call's budget is too short to start a request
+    ├── InternalError               a bug, or data nested past what Python can process, stopped the call
     └── CallCancelledError          the host cancelled the call
+
+The errors keep facts only: a status, an envelope code, whether the connection ever opened,
+``Retry-After``. What a failure *means* — whether the request may be sent again, whether a
+write that ended so may or may not have been applied, whether an attempt may still be
+running on the server — is decided in one place: the table :data:`~teamvault_mcp.vault.retry.OUTCOMES`
+next to the retry policy. When the retry loop gives up, the client attaches what the loop saw
+(:class:`Attempts`) to the error it raises, once; :func:`failure_text` writes the message.
 
 What an error answer means, in English, is one table next to :class:`HTTPStatusError`:
 :data:`STATUS_MEANINGS` (status, envelope code, what the path names, the method). It
 makes this module longer than most; it reads better next to the error that uses it.
-
-``retryable``: the retry loop may try the request again (spec §5.3).
-``uncertain``: when this error ends a *write*, the change may or may not have been
-applied (spec §5.7), so the message gets :data:`UNCERTAIN_WRITE_HINT`.
-``pending``: an attempt may still be running on the server (it timed out on our side,
-its key was in use, or a gateway timed out), so even a note found unchanged now may
-change later.
 """
 
 from __future__ import annotations
@@ -48,24 +49,81 @@ UNCERTAIN_WRITE_HINT = (
     "Check the current state with read_note or list_notes before calling again."
 )
 
-#: Statuses that mean "not processed, try again later" (spec §5.3).
-RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
-
 BODY_EXCERPT_CHARS = 400
 
 
-class TeamVaultError(Exception):
-    """Base of every error teamvault-mcp reports."""
+@dataclass(frozen=True)
+class Attempts:
+    """What the retry loop saw of one request that failed (``vault/retry.py`` makes it; the client attaches it).
 
-    retryable = False
-    uncertain = False
-    pending = False
+    ``made``: attempts made (a stale connection's free resend aside); ``elapsed`` of the call's ``budget``
+    seconds; ``out_of_time``: the loop stopped because too little budget was left for another attempt;
+    ``earlier_unanswered``: an earlier attempt got no answer, and the last one's definite answer may be its
+    echo (say 409 ``path_exists`` after a create that landed); ``may_still_run``: some attempt may still be
+    running on the server.
+    """
+
+    made: int
+    elapsed: float
+    budget: float
+    out_of_time: bool = False
+    earlier_unanswered: bool = False
+    may_still_run: bool = False
+
+    def sentences(self) -> list[str]:
+        """What the message says of the attempts, if anything."""
+        said = []
+        if self.out_of_time and self.made >= 1:
+            said.append(
+                f"(Gave up after {self.made} attempt{'s' if self.made > 1 else ''} in {self.elapsed:.1f} s: "
+                f"this call's {self.budget:g} s budget is nearly used up.)"
+            )
+        elif self.made > 1:
+            said.append(f"(Gave up after {self.made} attempts in {self.elapsed:.1f} s.)")
+        if self.earlier_unanswered:
+            said.append("An earlier attempt got no answer and may have been applied.")
+        return said
+
+
+class TeamVaultError(Exception):
+    """Base of every error teamvault-mcp reports. ``str()`` is its whole message (see :func:`failure_text`)."""
+
     #: Seconds the server asked us to wait (``Retry-After``), when it did.
     retry_after: float | None = None
+    #: What the retry loop saw, when this error ended one (set once, by :meth:`attach`).
+    attempts: Attempts | None = None
+    #: Sentences a handler added after the fact (:meth:`extend`).
+    notes: tuple[str, ...] = ()
+
+    def attach(self, attempts: Attempts) -> TeamVaultError:
+        """This error, with what the retry loop saw of the request it ended; set once."""
+        if self.attempts is not None:
+            raise ValueError(f"{type(self).__name__} already has its attempts: {self.attempts}")
+        self.attempts = attempts
+        return self
 
     def extend(self, note: str) -> None:
-        """Append ``note`` to the message (the retry loop says how many attempts it made)."""
-        self.args = (f"{self} {note}",)
+        """Add ``note`` to the end of the message (what the call that caught it does next, say)."""
+        self.notes = (*self.notes, note)
+
+    def __str__(self) -> str:
+        return failure_text(self)
+
+
+def failure_text(error: TeamVaultError, *, hint: bool = False) -> str:
+    """The message of a failure, as the model reads it; the one place it is put together.
+
+    The error's own words, what the retry loop saw (the attempts, an earlier attempt that got
+    no answer), what a handler added, and, with ``hint`` (a write request was sent and the
+    outcome table says it may have been applied: ``vault.retry.failure``), :data:`UNCERTAIN_WRITE_HINT`.
+    """
+    parts = [str(error.args[0]) if error.args else ""]
+    if error.attempts is not None:
+        parts += error.attempts.sentences()
+    parts += error.notes
+    if hint:
+        parts.append(UNCERTAIN_WRITE_HINT)
+    return " ".join(parts)
 
 
 class ConfigError(TeamVaultError):
@@ -400,9 +458,6 @@ class HTTPStatusError(TeamVaultError):
         self.code = code
         self.detail = detail
         self.retry_after = retry_after
-        self.retryable = status in RETRYABLE_STATUSES
-        # 429 means "refused, not processed"; a 5xx may come after the work was done.
-        self.uncertain = status >= 500
         meaning = meaning_of(status, code, target_of(api_path), method)
         shown_code = f" ({printable(code)[:80]})" if code else ""
         text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning.format(location=location or '?')}"
@@ -414,7 +469,6 @@ class KeyInUseError(HTTPStatusError):
 
     def __init__(self, method: str, api_path: str, detail: str, *, retry_after: float | None) -> None:
         super().__init__(method, api_path, 409, detail, code="idempotency_key_in_use", retry_after=retry_after)
-        self.uncertain = True  # the first attempt is being applied right now
 
 
 class PreconditionFailedError(HTTPStatusError):
@@ -428,8 +482,6 @@ class PreconditionFailedError(HTTPStatusError):
 class UnexpectedAnswerError(TeamVaultError):
     """A success status whose body is not what the API contract promises (``detail``: what it held)."""
 
-    uncertain = True  # a write may have been applied even though we cannot read the answer
-
     def __init__(self, method: str, api_path: str, problem: str, detail: str = "") -> None:
         super().__init__(
             f"{method} {api_path} → unexpected answer ({problem}): this is not what a Team Vault server answers. "
@@ -439,23 +491,20 @@ class UnexpectedAnswerError(TeamVaultError):
 
 
 class NetworkError(TeamVaultError):
-    """No answer from the server. ``sent=False`` when the connection never opened: nothing reached it."""
+    """No answer from the server. ``connected=False`` when the connection never opened: nothing reached it."""
 
-    retryable = True
-
-    def __init__(self, method: str, api_path: str, detail: str, *, sent: bool = True) -> None:
+    def __init__(self, method: str, api_path: str, detail: str, *, connected: bool = True) -> None:
         self.method = method
         self.api_path = api_path
-        self.uncertain = sent
+        self.connected = connected
         super().__init__(f"Network error on {method} {api_path}: {detail}")
 
 
 class StaleConnectionError(NetworkError):
     """A pooled keep-alive connection failed before any answer: most likely the server had closed it.
 
-    The retry loop sends the request again at once, without counting an attempt. The
-    request may still have reached the server (a server that applies a write and then
-    drops the connection looks the same), so it stays uncertain like any network error.
+    The request may still have reached the server (a server that applies a write and then
+    drops the connection looks the same); the outcome table sends it again at once, uncounted.
     """
 
     def __init__(self, method: str, api_path: str) -> None:
@@ -516,18 +565,18 @@ class NotAppliedError(TeamVaultError):
         super().__init__(f"{error} A check right after found {state}: the change was not applied. You can call again.")
 
 
+class InternalError(TeamVaultError):
+    """Something in teamvault-mcp itself stopped the call: a bug, or data nested deeper than it can process.
+
+    It may have struck after a write request was sent.
+    """
+
+
 class CallCancelledError(TeamVaultError):
     """The host cancelled the tool call; no further request is made."""
 
-    uncertain = True
-
     def __init__(self) -> None:
         super().__init__("The call was cancelled.")
-
-
-def write_failure_text(error: TeamVaultError) -> str:
-    """The message of a failed write tool call: the error, plus the hint when uncertain."""
-    return f"{error} {UNCERTAIN_WRITE_HINT}" if error.uncertain else str(error)
 
 
 def printable(text: str) -> str:

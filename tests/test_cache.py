@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from teamvault_mcp import cache as cache_module
-from teamvault_mcp.cache import CacheRoot, ContentCache, default_cache_dir
+from teamvault_mcp.vault import cache as cache_module
+from teamvault_mcp.vault.cache import CacheRoot, ContentCache, default_cache_dir
 
 
 def key(data: bytes) -> str:
@@ -200,7 +200,7 @@ READ_IN_CHILD = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # an unbounded read fails here, not the machine
 from pathlib import Path
-from teamvault_mcp.cache import CacheRoot
+from teamvault_mcp.vault.cache import CacheRoot
 cache = CacheRoot(Path(sys.argv[1])).namespace(sys.argv[2])
 print(repr(cache.get(sys.argv[3])), cache.corrupt)
 """

@@ -15,13 +15,15 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import make_config
 from mcp import Client
-from waiting import GENEROUS, assert_within, wait_until
+from support.env import env_for
+from support.fakes import make_config
+from support.waiting import GENEROUS, assert_within, wait_until
 
 from teamvault_mcp.cli import main
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 
 FILES = "/api/projects/*/files"
 CACHE_OFF = {"TEAM_VAULT_CACHE_DIR": "off"}  # a test never writes to the user's cache
@@ -31,17 +33,6 @@ CACHE_OFF = {"TEAM_VAULT_CACHE_DIR": "off"}  # a test never writes to the user's
 def vault(tmp_path: Path) -> Iterator[LocalVault]:
     with LocalVault(tmp_path / "vault") as running:
         yield running
-
-
-def env_for(vault: LocalVault, **overrides: str) -> dict[str, str]:
-    values = {
-        "TEAM_VAULT_URL": vault.url,
-        "TEAM_VAULT_API_KEY": vault.api_key,
-        "TEAM_VAULT_PROJECT_ID": vault.project_id,
-        "TEAM_VAULT_CACHE_DIR": "off",
-    }
-    values.update({f"TEAM_VAULT_{name}": value for name, value in overrides.items()})
-    return values
 
 
 def call(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str) -> tuple[int, str, str]:
@@ -104,10 +95,10 @@ def test_the_result_is_the_one_an_mcp_client_gets(vault: LocalVault, capsys: pyt
 )
 def test_values_take_the_type_of_their_argument(pairs: list[str], expected: dict[str, Any]) -> None:
     from teamvault_mcp.cli import _call_arguments
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.tools.table import TOOLS
 
-    kinds = {param.name: param.kind for tool in TOOLS for param in tool.all_params}
-    assert _call_arguments(None, pairs, kinds) == expected
+    params = {param.name: param for tool in TOOLS for param in tool.all_params}
+    assert _call_arguments(None, pairs, lambda name, text: params[name].read(text)) == expected
 
 
 def test_flags_and_versions(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
@@ -304,6 +295,6 @@ def test_the_help_examples_are_complete_calls_that_run(tmp_path: Path, capsys: p
 
 
 def kinds_named(kind: str) -> set[str]:
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.tools.table import TOOLS
 
     return {param.name for tool in TOOLS for param in tool.params if param.kind == kind}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from waiting import wait_until
+from support.waiting import wait_until
 
-from teamvault_mcp.cancel import AttemptGuard, CancelToken, stop_when_expired
+from teamvault_mcp.vault.interrupt import AttemptGuard, CancelToken, stop_when_expired
 
 
 @dataclass(eq=False)

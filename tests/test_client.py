@@ -1,4 +1,4 @@
-"""TeamVaultClient against the REST contract (teamvault-api.md §3, §4, §9), HTTP faked with ``responses``."""
+"""TeamVaultClient against the REST contract (docs/teamvault-api.md §3, §4, §9), HTTP faked with ``responses``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 import responses
-from conftest import API_KEY, BASE, FILES, PROJECT, file_record
 from responses import matchers
+from support.fakes import API_KEY, BASE, FILES, PROJECT, file_record
 
 from teamvault_mcp.errors import HTTPStatusError, NetworkError, UnexpectedAnswerError
+from teamvault_mcp.vault.retry import outcome
 
 
 def test_every_request_carries_the_api_key_header(http_mock: responses.RequestsMock, make_client) -> None:
@@ -77,7 +78,7 @@ def test_404_says_in_english_what_it_means_and_quotes_the_server(
     )
     assert error.code == "not_found"
     assert error.detail == "Проект не найден"
-    assert not error.retryable
+    assert not outcome(error).retryable
 
 
 def test_409_path_exists_is_reported_with_its_code(http_mock: responses.RequestsMock, make_client) -> None:
@@ -86,7 +87,7 @@ def test_409_path_exists_is_reported_with_its_code(http_mock: responses.Requests
         make_client().create_file(PROJECT, "a.md", b"x", "text/markdown")
     assert caught.value.code == "path_exists"
     assert caught.value.status == 409
-    assert not caught.value.uncertain
+    assert not outcome(caught.value).uncertain
     assert len(http_mock.calls) == 1
 
 
@@ -114,7 +115,7 @@ def test_error_bodies_may_be_html_text_or_empty(
     )
     assert str(caught.value) == expected + said
     assert caught.value.code is None
-    assert caught.value.uncertain  # a 5xx may come after the work was done
+    assert outcome(caught.value).uncertain  # a 5xx may come after the work was done
 
 
 def test_error_body_excerpt_is_capped_at_400_characters(http_mock: responses.RequestsMock, make_client) -> None:
@@ -155,7 +156,7 @@ def test_network_errors_say_network_error_on_method_and_path(http_mock: response
     with pytest.raises(NetworkError) as caught:
         make_client().list_files(PROJECT)
     assert str(caught.value).startswith(f"Network error on GET /api/projects/{PROJECT}/files: connection refused")
-    assert caught.value.uncertain
+    assert outcome(caught.value).uncertain
 
 
 def test_a_success_that_is_not_json_is_an_unexpected_answer(http_mock: responses.RequestsMock, make_client) -> None:
@@ -331,9 +332,9 @@ def test_an_echoed_key_is_scrubbed_from_error_texts(http_mock: responses.Request
 def test_a_key_with_characters_that_url_encoding_changes_is_scrubbed_in_both_spellings(
     http_mock: responses.RequestsMock, clock
 ) -> None:
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient
-    from teamvault_mcp.retry import Budget, RetryPolicy
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget, RetryPolicy
 
     key = "k/ey+with=odd&chars"
     body = f"raw {key} encoded {quote(key, safe='')} lower {quote(key, safe='').lower()} plus {quote_plus(key)}"
@@ -440,9 +441,9 @@ def test_a_user_without_an_id_is_an_unexpected_answer(http_mock: responses.Reque
 def test_an_answer_over_the_size_limit_is_not_read_on(
     http_mock: responses.RequestsMock, make_client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import teamvault_mcp.http
+    import teamvault_mcp.vault.transport
 
-    monkeypatch.setattr(teamvault_mcp.http, "MAX_ANSWER_BYTES", 1000)
+    monkeypatch.setattr(teamvault_mcp.vault.transport, "MAX_ANSWER_BYTES", 1000)
     http_mock.get(f"{FILES}/f1", body=b"x" * 1001)
     http_mock.get(f"{FILES}/f2", body=b"x" * 1000)
     client = make_client()

@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_safe_writes import NOTE, Session, digest, open_session
+from support.seeding import digest
+from support.sessions import Session, open_session
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.localvault import Fault
@@ -22,12 +23,13 @@ from teamvault_mcp.localvault.store import Change
 pytestmark = pytest.mark.anyio
 
 FILE = "/api/projects/*/files/*"
+NOTE = "# Tasks\n- [ ] call Kuzma\n- [ ] send the report\n"
 THEIRS = NOTE.replace("- [ ] send the report", "- [x] send the report")
 
 
 @pytest.fixture(params=[True, False], ids=["conditional", "history"])
 async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
-    async for running in open_session(tmp_path, conditional_writes=request.param):
+    async with open_session(tmp_path, vault_options={"conditional_writes": request.param}) as running:
         yield running
 
 
@@ -169,7 +171,7 @@ async def test_without_a_colleague_the_check_costs_one_request_and_none_where_th
 async def test_a_retried_write_refused_by_its_own_first_attempt_is_a_success(tmp_path: Path) -> None:
     """Without idempotency, an applied first attempt whose answer was lost makes the retry's If-Match fail:
     the 412 names our own bytes as current, so the write succeeded (settled, verified), it is no conflict."""
-    async for session in open_session(tmp_path, conditional_writes=True, idempotency=False):
+    async with open_session(tmp_path, vault_options={"conditional_writes": True, "idempotency": False}) as session:
         await session.ok("write_note", path="a.md", content="one\n")
         session.vault.faults.add("PUT", FILE, Fault.apply_then_close())
         text, is_error, result = await session.call("write_note", path="a.md", content="two\n")
@@ -181,7 +183,7 @@ async def test_a_retried_write_refused_by_its_own_first_attempt_is_a_success(tmp
 @pytest.fixture
 async def old_server(tmp_path: Path) -> AsyncIterator[Session]:
     """The local vault without conditional writes, as today's Team Vault server."""
-    async for running in open_session(tmp_path, conditional_writes=False):
+    async with open_session(tmp_path, vault_options={"conditional_writes": False}) as running:
         yield running
 
 

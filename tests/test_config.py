@@ -1,4 +1,4 @@
-"""Configuration from the environment (spec §2): ``load_config`` and the frozen ``Config``."""
+"""Configuration from the environment (README: Configuration): ``load_config`` and the frozen ``Config``."""
 
 from __future__ import annotations
 

@@ -15,16 +15,17 @@ from typing import Any
 import anyio
 import pytest
 import urllib3.response
-from conftest import PROJECT, FakeClock, file_record, make_config
-from loopback import Exchange, hang, json_answer, loopback_server
 from mcp import Client
-from waiting import GENEROUS, assert_within, await_until
+from support.fakes import PROJECT, FakeClock, file_record, make_config
+from support.loopback import Exchange, hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, await_until
 
-from teamvault_mcp import http as http_module
-from teamvault_mcp.cancel import AttemptGuard, CancelToken
 from teamvault_mcp.errors import CallCancelledError, NetworkError
-from teamvault_mcp.http import HttpPool, HttpSession
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.vault import transport as http_module
+from teamvault_mcp.vault.interrupt import AttemptGuard, CancelToken
+from teamvault_mcp.vault.transport import HttpPool, HttpSession
 
 FILES = f"/api/projects/{PROJECT}/files"
 ME = json_answer(200, {"user": {"id": "u1", "email": "a@b.c", "name": "A"}})

@@ -18,30 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import loopback_server
+from support.env import env_for
+from support.loopback import loopback_server
+from support.policies import FAST
+from support.seeding import seed
 
 from teamvault_mcp.cli import main
 from teamvault_mcp.config import Config
 from teamvault_mcp.doctor import CHECKS, Check, Doctor
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = "/api/projects/*/files"
-#: Short pauses; a generous attempt limit, so a loaded machine never cuts a plain attempt.
-FAST = RetryPolicy(pauses=(0.01,), jitter=0.0, min_time_to_start=0.05, attempt_timeout=30)
-
-
-def env_for(vault: LocalVault, **overrides: str) -> dict[str, str]:
-    values = {
-        "TEAM_VAULT_URL": vault.url,
-        "TEAM_VAULT_API_KEY": vault.api_key,
-        "TEAM_VAULT_PROJECT_ID": vault.project_id,
-        "TEAM_VAULT_CACHE_DIR": "off",
-    }
-    values.update({f"TEAM_VAULT_{name}": value for name, value in overrides.items()})
-    return values
 
 
 def run(environ: dict[str, str], **options: Any) -> tuple[dict[str, Check], bool]:
@@ -51,12 +39,6 @@ def run(environ: dict[str, str], **options: Any) -> tuple[dict[str, Check], bool
     return {check.name: check for check in checks}, doctor.ok
 
 
-def seed(vault: LocalVault, path: str, content: bytes = b"x\n") -> None:
-    store = vault.store
-    with store.write() as db:
-        store.create(Change(db, vault.project_id, store.owner_of(vault.project_id)), path, content, "text/markdown")
-
-
 @pytest.fixture
 def vault(tmp_path: Path) -> Iterator[LocalVault]:
     with LocalVault(tmp_path / "vault") as running:
@@ -64,7 +46,7 @@ def vault(tmp_path: Path) -> Iterator[LocalVault]:
 
 
 def test_a_healthy_setup_passes_every_check(vault: LocalVault) -> None:
-    seed(vault, "notes/a.md")
+    seed(vault, "notes/a.md", "x\n", "text/markdown")
     checks, ok = run(env_for(vault))
     assert ok
     assert {name: check.status for name, check in checks.items()} == {
@@ -122,7 +104,7 @@ def test_an_unknown_project_lists_the_ones_the_key_sees(vault: LocalVault) -> No
 
 def test_an_old_server_without_idempotency_is_a_warning(tmp_path: Path) -> None:
     with LocalVault(tmp_path / "old", idempotency=False) as old:
-        seed(old, "a.md")
+        seed(old, "a.md", "x\n", "text/markdown")
         checks, ok = run(env_for(old))
         moves = [op for op in old.store.operations(old.project_id) if op["kind"] == "MOVE"]
     assert ok  # the server works without it
@@ -208,7 +190,7 @@ def test_a_missing_variable_stops_before_any_network() -> None:
 
 
 def test_a_viewer_cannot_write_and_is_not_probed(vault: LocalVault) -> None:
-    seed(vault, "a.md")
+    seed(vault, "a.md", "x\n", "text/markdown")
     viewer = vault.store.add_user("viewer@x", "Viewer")
     vault.store.add_member(vault.project_id, viewer.id, "VIEWER")
     key = vault.store.add_api_key(viewer.id)
@@ -221,7 +203,7 @@ def test_a_viewer_cannot_write_and_is_not_probed(vault: LocalVault) -> None:
 
 
 def test_read_only_mode_sends_nothing_that_writes(vault: LocalVault) -> None:
-    seed(vault, "a.md")
+    seed(vault, "a.md", "x\n", "text/markdown")
     checks, ok = run(env_for(vault, READ_ONLY="1"))
     assert ok
     assert checks["write"].status == checks["idempotency"].status == "skip"
@@ -235,16 +217,16 @@ def test_an_empty_project_skips_the_probe(vault: LocalVault) -> None:
 
 
 def test_the_probe_stays_inside_the_write_prefixes(vault: LocalVault) -> None:
-    seed(vault, "people/a.md")
+    seed(vault, "people/a.md", "x\n", "text/markdown")
     checks, _ = run(env_for(vault, WRITE_PREFIXES="agents/"))
     assert checks["idempotency"].detail == "probe skipped: the project has no file under agents/ to probe with"
-    seed(vault, "agents/b.md")
+    seed(vault, "agents/b.md", "x\n", "text/markdown")
     checks, _ = run(env_for(vault, WRITE_PREFIXES="agents/"))
     assert "a repeated move of agents/b.md" in checks["idempotency"].detail
 
 
 def test_a_refused_probe_answers_the_unknown_write_question(vault: LocalVault, monkeypatch: pytest.MonkeyPatch) -> None:
-    seed(vault, "a.md")
+    seed(vault, "a.md", "x\n", "text/markdown")
     original = vault.store.projects_of
 
     def without_roles(user: Any) -> list[dict[str, Any]]:
@@ -335,10 +317,10 @@ fields: {slug: {type: string}}
 
 
 def test_schema_notes_are_checked_when_configured(vault: LocalVault) -> None:
-    seed(vault, "schemas/person.md", SCHEMA.encode())
+    seed(vault, "schemas/person.md", SCHEMA, "text/markdown")
     checks, ok = run(env_for(vault, SCHEMA_DIR="schemas/"))
     assert ok and (checks["schemas"].status, checks["schemas"].detail) == ("pass", "1 in schemas/ (upsert_person)")
-    seed(vault, "schemas/broken.md", b"# no block here\n")
+    seed(vault, "schemas/broken.md", b"# no block here\n", "text/markdown")
     checks, ok = run(env_for(vault, SCHEMA_DIR="schemas/"))
     assert ok  # the server runs with the valid ones
     assert checks["schemas"].status == "warn"
@@ -349,7 +331,7 @@ def test_schema_notes_are_checked_when_configured(vault: LocalVault) -> None:
 
 
 def test_the_probe_follows_project_scoped_write_prefixes(vault: LocalVault) -> None:
-    seed(vault, "agents/b.md")
+    seed(vault, "agents/b.md", "x\n", "text/markdown")
     checks, _ = run(env_for(vault, WRITE_PREFIXES=f"{vault.project_id}:agents/"))
     assert "a repeated move of agents/b.md" in checks["idempotency"].detail
     assert checks["config"].detail.endswith(f"writes limited to agents/ (project {vault.project_id})")

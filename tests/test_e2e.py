@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from waiting import GENEROUS, assert_within, await_until
+from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.localvault import Fault, LocalVault

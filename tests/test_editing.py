@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from teamvault_mcp.editing import Edit, apply_edits, closest_lines, edits_from_patch
 from teamvault_mcp.errors import EditFailedError, ToolInputError
+from teamvault_mcp.text.edits import Edit, apply_edits, closest_lines, edits_from_patch
 
 NOTE = "# Tasks\n- [ ] call Kuzma\n- [ ] send the report\n- [ ] book the room\n"
 

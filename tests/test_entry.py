@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import select
 import signal
 import subprocess
@@ -12,85 +11,16 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import API_KEY
-from loopback import json_answer, loopback_server
-from waiting import wait_until
+from support.children import CONSOLE_SCRIPT, ENTRY_POINTS, ROOT, StdioChild
+from support.env import child_env
+from support.fakes import API_KEY
+from support.loopback import json_answer, loopback_server
+from support.waiting import wait_until
 
 from teamvault_mcp import __version__
 from teamvault_mcp.localvault import Fault, LocalVault
-
-ROOT = Path(__file__).resolve().parent.parent
-CONSOLE_SCRIPT = Path(sys.executable).parent / "teamvault-mcp"
-ENTRY_POINTS = {
-    "python -m teamvault_mcp": [sys.executable, "-m", "teamvault_mcp"],
-    "teamvault-mcp": [str(CONSOLE_SCRIPT)],
-}
-
-
-def child_env(**variables: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TEAM_VAULT_")}
-    env["PYTHONPATH"] = str(ROOT)
-    env["TEAM_VAULT_CACHE_DIR"] = "off"  # a test never writes to the user's cache
-    env.update(variables)
-    return env
-
-
-class StdioChild:
-    """A server process and a line reader on its stdout."""
-
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=ROOT,
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-
-    def send(self, message: dict[str, Any] | str) -> None:
-        assert self.process.stdin is not None
-        text = message if isinstance(message, str) else json.dumps(message)
-        self.process.stdin.write(text.encode() + b"\n")
-        self.process.stdin.flush()
-
-    def receive(self, timeout: float = 20.0) -> dict[str, Any]:
-        line = self.lines.get(timeout=timeout)
-        return json.loads(line)  # every stdout line must be JSON-RPC
-
-    def request(self, id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.send({"jsonrpc": "2.0", "id": id, "method": method, "params": params or {}})
-        return self.receive()
-
-    def initialize(self) -> dict[str, Any]:
-        answer = self.request(
-            1,
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return answer
-
-    def close(self) -> tuple[int, str]:
-        """Close stdin as a host does at shutdown; the exit code and everything on stderr."""
-        assert self.process.stdin and self.process.stdout and self.process.stderr
-        self.process.stdin.close()
-        code = self.process.wait(timeout=20)
-        self.reader.join(timeout=5)
-        self.process.stdout.close()
-        with self.process.stderr:
-            return code, self.process.stderr.read().decode()
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -164,11 +94,16 @@ def test_a_tool_call_over_stdio_with_debug_logging_never_shows_the_key() -> None
     assert code == 0
 
 
-def test_start_up_does_not_import_requests() -> None:
-    # The first request, initialize, needs no HTTP client: it is loaded by the first tool call.
-    code = "import sys, teamvault_mcp.cli, teamvault_mcp.server; print('requests' in sys.modules)"
+def test_start_up_imports_neither_requests_nor_yaml_nor_regex() -> None:
+    # The first request, initialize, needs no HTTP client, YAML parser or regex engine: the first tool call that
+    # needs one loads it. What serve imports to answer initialize and tools/list (the whole tool table) is held here.
+    heavy = ("requests", "urllib3", "ruamel.yaml", "regex")
+    code = (
+        "import sys, teamvault_mcp.cli, teamvault_mcp.server.protocol, teamvault_mcp.tools.table; "
+        f"print(sorted(name for name in {heavy!r} if name in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=20)
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]", result.stderr
 
 
 def test_serve_takes_local_after_the_command(tmp_path: Path) -> None:

@@ -8,18 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_config
-from mcp import Client
+from support.sessions import Session, open_session
 
-from teamvault_mcp import frontmatter
-from teamvault_mcp.frontmatter import FrontMatterError
-from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
-
-#: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt
-#: can take over a second, and one cut at 0.5 s was retried and answered `replayed` (issue 12).
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
+from teamvault_mcp.localvault import Fault
+from teamvault_mcp.text import frontmatter
+from teamvault_mcp.text.frontmatter import FrontMatterError
 
 NOTE = """---
 title: Borscht   # the family recipe
@@ -300,35 +293,10 @@ def test_changing_the_mapping_a_merge_refers_to_never_changes_the_merged_fields(
 # -- the tools ----------------------------------------------------------------------------------------------
 
 
-class Session:
-    def __init__(self, vault: LocalVault, client: Client) -> None:
-        self.vault = vault
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        return result.content[0].text, result.is_error, result.structured_content
-
-    async def ok(self, tool: str, **arguments: Any) -> Any:
-        text, is_error, structured = await self.call(tool, **arguments)
-        assert not is_error, text
-        return structured
-
-    def content(self, path: str) -> bytes:
-        files = self.vault.store.list_files(self.vault.project_id, path=path, prefix=None, include_deleted=False)
-        return self.vault.store.content(self.vault.project_id, files[0].id)[1]
-
-    def operations(self) -> list[str]:
-        return [op["kind"] for op in self.vault.store.operations(self.vault.project_id)]
-
-
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[Session]:
-    with LocalVault(tmp_path / "vault") as vault:
-        config = make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id, call_budget=5.0)
-        runner = ToolRunner(config, clock=SystemClock(), policy=FAST)
-        async with Client(build_server(runner), mode="legacy") as client:
-            yield Session(vault, client)
+    async with open_session(tmp_path) as running:
+        yield running
 
 
 @pytest.mark.anyio

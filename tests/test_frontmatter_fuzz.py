@@ -15,8 +15,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from teamvault_mcp import frontmatter
-from teamvault_mcp.frontmatter import FrontMatterError
+from teamvault_mcp.text import frontmatter
+from teamvault_mcp.text.frontmatter import FrontMatterError
 
 SEED = 20261213
 CASES = 400

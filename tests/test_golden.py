@@ -17,17 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_config
 from mcp import Client
-
-from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from support.sessions import open_session
 
 pytestmark = pytest.mark.anyio
 
 GOLDEN = Path(__file__).parent / "golden"
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05)
+#: The production budget: the scripted session's texts are those of a default configuration.
+BUDGET = 45.0
 
 RUNBOOK = """---
 owner: Ada
@@ -113,11 +110,8 @@ def normalised(value: Any) -> Any:
 
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
-    with LocalVault(tmp_path / "vault") as vault:
-        config = make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id)
-        runner = ToolRunner(config, clock=SystemClock(), policy=FAST)
-        async with Client(build_server(runner), mode="legacy") as connected:
-            yield connected
+    async with open_session(tmp_path, call_budget=BUDGET) as session:
+        yield session.client
 
 
 def check(name: str, text: str) -> None:

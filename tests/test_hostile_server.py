@@ -22,10 +22,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 import responses
-from conftest import API_KEY, BASE, PROJECT, FakeClock, make_config
 from mcp import Client
+from support.fakes import API_KEY, BASE, PROJECT, FakeClock, make_config
 
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
 
 pytestmark = pytest.mark.anyio
 

@@ -6,12 +6,12 @@ import threading
 import time
 
 import pytest
-from loopback import drip, hang, json_answer, loopback_server
-from waiting import GENEROUS, assert_within, wait_until
+from support.loopback import drip, hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, wait_until
 
-from teamvault_mcp.cancel import CancelToken
 from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError
-from teamvault_mcp.http import HttpPool, HttpSession
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.transport import HttpPool, HttpSession
 
 LOCAL = "http://127.0.0.1"
 

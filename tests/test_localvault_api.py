@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import requests
-from waiting import GENEROUS, too_slow, wait_until
+from support.waiting import GENEROUS, too_slow, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import requests
-from waiting import assert_within
+from support.waiting import assert_within
 
 from teamvault_mcp.localvault import LocalVault
 

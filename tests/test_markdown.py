@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from teamvault_mcp.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
+from teamvault_mcp.text.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
 
 
 def outline(text: str) -> list[tuple[int, str, int, int]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from teamvault_mcp.merge import MAX_MERGE_LINES, merge3, newest_consistent, only_adds, swap_additions
+from teamvault_mcp.text.merge import MAX_MERGE_LINES, merge3, newest_consistent, only_adds, swap_additions
 
 BASE = "# Log\n- one\n- two\n\n# Notes\ntext\n"
 

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from network_guard import is_loopback, take_violations
+from support.network_guard import is_loopback, take_violations
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The client-side path gate against teamvault-api.md §2 (the latest server, V3).
+"""The client-side path gate against docs/teamvault-api.md §2 (the latest server, V3).
 
 Every row of the §2.3 "Input → stored form" table is here, for the incoming gate
 (create / move target) and, where §2.2 says the stored gate differs, for the stored
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from teamvault_mcp.errors import InvalidPathError
-from teamvault_mcp.paths import (
+from teamvault_mcp.text.paths import (
     is_unsafe_for_windows,
     is_windows_alias,
     name_key,

@@ -10,14 +10,15 @@ from typing import Any
 import anyio
 import pytest
 import responses
-from conftest import BASE, FILES, FakeClock, file_record, make_config
-from loopback import Exchange, hang, json_answer, loopback_server
 from mcp import Client
 from responses import matchers
-from waiting import GENEROUS, assert_within, await_until
+from support.fakes import BASE, FILES, FakeClock, file_record, make_config
+from support.loopback import Exchange, hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, await_until
 
-from teamvault_mcp.retry import SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.vault.retry import SystemClock
 
 pytestmark = pytest.mark.anyio
 

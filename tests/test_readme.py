@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from teamvault_mcp import frontmatter
-from teamvault_mcp.schemas import parse_schema_note
+from teamvault_mcp.text import frontmatter
+from teamvault_mcp.text.schema_notes import parse_schema_note
 
 README_PATH = Path(__file__).resolve().parent.parent / "README.md"
 README = README_PATH.read_text()
@@ -39,7 +39,7 @@ def test_the_worked_schema_example_gives_the_input_schema_and_the_note_shown() -
 
 def tool_table() -> dict[str, set[str]]:
     """Each tool's argument names, projectId included where it takes one."""
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.tools.table import TOOLS
 
     return {tool.name: {param.name for param in tool.all_params} for tool in TOOLS}
 
@@ -103,8 +103,8 @@ def test_every_argument_the_help_and_the_instructions_name_exists() -> None:
     import argparse
 
     from teamvault_mcp.cli import _parser
-    from teamvault_mcp.server import INSTRUCTIONS
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.server.protocol import INSTRUCTIONS
+    from teamvault_mcp.tools.table import TOOLS
 
     tools = tool_table()
     parser = _parser()
@@ -134,7 +134,7 @@ def test_every_lone_argument_the_readme_shows_exists() -> None:
 
 
 def test_the_tools_table_lists_every_tool_with_its_kind_and_arguments() -> None:
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.tools.table import TOOLS
 
     rows = re.findall(r"^\| `([a-z_<>]+)` \| (read|write) \| (.*?) \| .* \|$", README, re.M)
     table = {name: (kind, arguments) for name, kind, arguments in rows}
@@ -155,14 +155,14 @@ def sentence_with(marker: str) -> str:
 
 
 def test_the_readme_says_which_tools_take_no_project_id() -> None:
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.tools.table import TOOLS
 
     named = set(re.findall(r"`([a-z_<>]+)`", sentence_with("Every tool except")))
     assert named == {tool.name for tool in TOOLS if not tool.takes_project} | {"upsert_<schema>"}
 
 
 def test_the_readme_lists_the_destructive_and_the_non_idempotent_tools() -> None:
-    from teamvault_mcp.tools import TOOLS
+    from teamvault_mcp.tools.table import TOOLS
 
     destructive = sentence_with("The write tools that replace or remove content").split("; ")[0]
     assert set(re.findall(r"`([a-z_<>]+)`", destructive)) - {"destructiveHint"} == {

@@ -1,4 +1,4 @@
-"""The retry policy (spec §5.2–§5.7): what is retried, pauses, Retry-After, budget, idempotency keys."""
+"""The retry policy (README: Reliability): what is retried, pauses, Retry-After, budget, idempotency keys."""
 
 from __future__ import annotations
 
@@ -9,18 +9,38 @@ from email.utils import format_datetime
 import pytest
 import requests
 import responses
-from conftest import FILES, PROJECT, FakeClock, file_record
 from freezegun import freeze_time
+from support.fakes import FILES, PROJECT, FakeClock, file_record
 
 from teamvault_mcp.errors import (
+    UNCERTAIN_WRITE_HINT,
+    Attempts,
+    AttemptTimeoutError,
     CallCancelledError,
+    ConflictError,
     HTTPStatusError,
+    InternalError,
     KeyInUseError,
     NetworkError,
+    NoteNotFoundError,
     OutOfTimeError,
+    PreconditionFailedError,
+    StaleConnectionError,
     TeamVaultError,
+    ToolInputError,
+    UnexpectedAnswerError,
 )
-from teamvault_mcp.retry import Budget, RetryPolicy, SystemClock, parse_retry_after, run_with_retries
+from teamvault_mcp.vault.retry import (
+    Budget,
+    Failed,
+    Outcome,
+    RetryPolicy,
+    SystemClock,
+    failure,
+    outcome,
+    parse_retry_after,
+    run_with_retries,
+)
 
 POLICY = RetryPolicy()
 
@@ -52,7 +72,8 @@ class Script:
 
 
 def run(script: Script, clock: FakeClock, *, budget: float = 45.0, cancel: threading.Event | None = None) -> str:
-    return run_with_retries(
+    """The loop as the client runs it: the answer, or the last error raised with what the loop saw."""
+    result = run_with_retries(
         script,
         what=("GET", "/api/x"),
         policy=POLICY,
@@ -60,6 +81,9 @@ def run(script: Script, clock: FakeClock, *, budget: float = 45.0, cancel: threa
         clock=clock,
         cancel=cancel or threading.Event(),
     )
+    if isinstance(result, Failed):
+        raise result.error.attach(result.attempts)
+    return result
 
 
 # -- the policy's arithmetic -------------------------------------------------------------------
@@ -160,7 +184,7 @@ def test_key_in_use_at_the_end_of_the_budget_is_an_uncertain_failure(clock: Fake
     script = Script(*[KeyInUseError("PUT", "/api/x", "{}", retry_after=None) for _ in range(100)])
     with pytest.raises(KeyInUseError) as caught:
         run(script, clock, budget=10.0)
-    assert caught.value.uncertain
+    assert outcome(caught.value).uncertain
     assert "budget is nearly used up" in str(caught.value)
     assert clock.monotonic() - 1000.0 <= 10.0 - POLICY.min_time_to_start
 
@@ -191,13 +215,13 @@ def test_no_attempt_starts_with_less_than_2s_left(clock: FakeClock) -> None:
     budget = Budget(45.0, clock)
     clock.advance(43.5)
     script = Script()
-    with pytest.raises(OutOfTimeError) as caught:
-        run_with_retries(
-            script, what=("GET", "/api/x"), policy=POLICY, budget=budget, clock=clock, cancel=threading.Event()
-        )
-    assert script.limits == []
-    assert not caught.value.uncertain
-    assert "Nothing was sent" in str(caught.value)
+    result = run_with_retries(
+        script, what=("GET", "/api/x"), policy=POLICY, budget=budget, clock=clock, cancel=threading.Event()
+    )
+    assert isinstance(result, Failed) and isinstance(result.error, OutOfTimeError)
+    assert script.limits == [] and result.attempts.made == 0
+    assert not outcome(result.error.attach(result.attempts)).uncertain
+    assert "Nothing was sent" in str(result.error) and "Gave up" not in str(result.error)
 
 
 def test_cancel_during_a_pause_stops_without_another_attempt(clock: FakeClock) -> None:
@@ -222,14 +246,93 @@ def test_a_definite_answer_after_an_unanswered_attempt_is_uncertain(clock: FakeC
     script = Script(network_error(), http_error(409, code="path_exists"))
     with pytest.raises(HTTPStatusError) as caught:
         run(script, clock)
-    assert caught.value.uncertain
+    assert outcome(caught.value).uncertain
     assert "may have been applied" in str(caught.value)
 
 
 def test_a_429_is_not_uncertain_but_a_503_is(clock: FakeClock) -> None:
-    assert not http_error(429).uncertain
-    assert http_error(503).uncertain
-    assert not http_error(404).uncertain
+    assert not outcome(http_error(429)).uncertain
+    assert outcome(http_error(503)).uncertain
+    assert not outcome(http_error(404)).uncertain
+
+
+# -- what a failure means: one table --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (NetworkError("PUT", "/api/x", "cannot connect", connected=False), Outcome("counted")),
+        (StaleConnectionError("PUT", "/api/x"), Outcome("at once", uncertain=True)),
+        (AttemptTimeoutError("PUT", "/api/x", 20.0), Outcome("counted", uncertain=True, may_still_run=True)),
+        (network_error(), Outcome("counted", uncertain=True)),
+        (http_error(429), Outcome("counted")),
+        (http_error(502), Outcome("counted", uncertain=True)),
+        (http_error(503), Outcome("counted", uncertain=True)),
+        (http_error(504), Outcome("counted", uncertain=True, may_still_run=True)),
+        (KeyInUseError("PUT", "/api/x", "{}", retry_after=None), Outcome("until the budget ends", True, True)),
+        (http_error(409, code="idempotency_key_in_use"), Outcome("until the budget ends", True, True)),
+        (http_error(500), Outcome("never", uncertain=True)),
+        (http_error(507), Outcome("never", uncertain=True)),
+        (UnexpectedAnswerError("PUT", "/api/x", "not JSON"), Outcome("never", uncertain=True)),
+        (InternalError("Internal error in write_note: KeyError: 'x'."), Outcome("never", uncertain=True)),
+        (CallCancelledError(), Outcome("never", uncertain=True, may_still_run=True)),
+        (http_error(409, code="path_exists"), Outcome("never")),
+        (http_error(404), Outcome("never")),
+        (http_error(302), Outcome("never")),
+        (PreconditionFailedError("PUT", "/api/x", "{}", current_hash=None), Outcome("never")),
+        (OutOfTimeError("PUT", "/api/x", 45.0, 1.0), Outcome("never")),
+        (NoteNotFoundError("a.md"), Outcome("never")),
+        (ConflictError("a.md", "0" * 64, "1" * 64, None), Outcome("never")),
+        (ToolInputError("Argument 'path' must not be empty."), Outcome("never")),
+    ],
+)
+def test_the_outcome_table_says_what_each_failure_means(error: TeamVaultError, expected: Outcome) -> None:
+    assert outcome(error) == expected
+
+
+def test_the_loop_returns_what_happened_and_leaves_the_error_as_it_was(clock: FakeClock) -> None:
+    timeout, answer = AttemptTimeoutError("PUT", "/api/x", 20.0), http_error(409, code="path_exists")
+    text = str(answer)
+    result = run_with_retries(
+        Script(timeout, answer),
+        what=("PUT", "/api/x"),
+        policy=POLICY,
+        budget=Budget(45, clock),
+        clock=clock,
+        cancel=threading.Event(),
+    )
+    assert isinstance(result, Failed) and result.error is answer
+    assert result.attempts == Attempts(2, 1.0, 45.0, out_of_time=False, earlier_unanswered=True, may_still_run=True)
+    assert str(answer) == text and answer.attempts is None  # nothing was edited: the client attaches the record
+    assert outcome(answer) == Outcome("never")  # the 409 on its own is definite...
+    answer.attach(result.attempts)
+    assert outcome(answer) == Outcome("never", uncertain=True, may_still_run=True)  # ...after a timed-out attempt not
+    assert (
+        str(answer)
+        == f"{text} (Gave up after 2 attempts in 1.0 s.) An earlier attempt got no answer and may have been applied."
+    )
+    with pytest.raises(ValueError):
+        answer.attach(result.attempts)  # once
+
+
+def test_the_final_message_has_the_hint_only_when_a_write_request_was_sent() -> None:
+    error = http_error(503).attach(Attempts(3, 4.2, 45.0))
+    sent = failure(error, write_sent=True)
+    assert sent.text == f"{error} {UNCERTAIN_WRITE_HINT}" and sent.audited == "uncertain"
+    assert "(Gave up after 3 attempts in 4.2 s.)" in sent.text
+    unsent = failure(error, write_sent=False)
+    assert unsent.text == str(error) and unsent.audited == "failed"
+    definite = failure(http_error(409, code="path_exists"), write_sent=True)
+    assert UNCERTAIN_WRITE_HINT not in definite.text and definite.audited == "failed"
+    cancelled = failure(CallCancelledError(), write_sent=True)
+    assert cancelled.text == f"The call was cancelled. {UNCERTAIN_WRITE_HINT}" and cancelled.audited == "cancelled"
+
+
+def test_a_note_a_handler_adds_comes_after_what_the_loop_saw() -> None:
+    error = network_error().attach(Attempts(3, 4.0, 45.0))
+    error.extend("The schemas loaded before stay in use.")
+    assert str(error).endswith("(Gave up after 3 attempts in 4.0 s.) The schemas loaded before stay in use.")
 
 
 # -- through the client: the Idempotency-Key ---------------------------------------------------

@@ -7,86 +7,33 @@ the attempt limit are scaled down (the rules are the production ones).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_config
-from mcp import Client
+from support.seeding import digest
+from support.sessions import Session, open_session
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
-from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.localvault import Fault
 
 pytestmark = pytest.mark.anyio
 
-#: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt
-#: can take over a second, and one cut at 0.5 s was retried and answered `replayed` (issue 12).
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
 FILE = "/api/projects/*/files/*"
 NOTE = "# Tasks\n- [ ] call Kuzma\n- [ ] send the report\n"
 
 
-def digest(text: str | bytes) -> str:
-    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
-
-
-class Session:
-    """A local vault and an MCP client talking to it."""
-
-    def __init__(self, vault: LocalVault, client: Client) -> None:
-        self.vault = vault
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        return result.content[0].text, result.is_error, result.structured_content
-
-    async def ok(self, tool: str, **arguments: Any) -> Any:
-        text, is_error, structured = await self.call(tool, **arguments)
-        assert not is_error, text
-        return structured
-
-    def content(self, path: str) -> bytes:
-        files = self.vault.store.list_files(self.vault.project_id, path=path, prefix=None, include_deleted=False)
-        return self.vault.store.content(self.vault.project_id, files[0].id)[1]
-
-    def file_id(self, path: str) -> str:
-        return self.vault.store.list_files(self.vault.project_id, path=path, prefix=None, include_deleted=False)[0].id
-
-    def operations(self) -> list[str]:
-        return [op["kind"] for op in self.vault.store.operations(self.vault.project_id)]
-
-    def colleague_writes(self, path: str, content: bytes) -> None:
-        """Someone else changes the note, straight in the vault."""
-        store = self.vault.store
-        colleague = store.add_user(f"colleague-{len(content)}@x", "Colleague")
-        with store.write() as db:
-            store.replace(Change(db, self.vault.project_id, colleague), self.file_id(path), content)
-
-
-async def open_session(tmp_path: Path, **vault_options: Any) -> AsyncIterator[Session]:
-    with LocalVault(tmp_path / "vault", **vault_options) as vault:
-        config = make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id, call_budget=5.0)
-        runner = ToolRunner(config, clock=SystemClock(), policy=FAST)
-        async with Client(build_server(runner), mode="legacy") as client:
-            yield Session(vault, client)
-
-
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[Session]:
-    async for running in open_session(tmp_path):
+    async with open_session(tmp_path) as running:
         yield running
 
 
 @pytest.fixture
 async def old_server(tmp_path: Path) -> AsyncIterator[Session]:
     """A vault that ignores Idempotency-Key, as the public Team Vault server does."""
-    async for running in open_session(tmp_path, idempotency=False):
+    async with open_session(tmp_path, vault_options={"idempotency": False}) as running:
         yield running
 
 

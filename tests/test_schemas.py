@@ -4,29 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import make_config
-from mcp import Client
-from waiting import GENEROUS, assert_within
+from support.seeding import seed
+from support.sessions import Session, session_on
+from support.waiting import GENEROUS, assert_within
 
-from teamvault_mcp import server as server_module
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.frontmatter import read as read_frontmatter
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.schemas import Schema, SchemaProblem, parse_schema_note
-from teamvault_mcp.server import ToolRunner, build_server
-
-#: The production rules with short pauses. The attempt limit stays generous: on a loaded machine a plain attempt
-#: can take over a second, and one cut at 0.5 s was retried and answered `replayed` (issue 12).
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
+from teamvault_mcp.server import runner as runner_module
+from teamvault_mcp.text.frontmatter import read as read_frontmatter
+from teamvault_mcp.text.schema_notes import SchemaProblem, parse_schema_note
+from teamvault_mcp.text.schemas import Schema
 
 RECIPE = """# Recipe schema
 
@@ -256,54 +249,9 @@ def test_paths_come_from_the_template() -> None:
 # -- end to end through an MCP client ---------------------------------------------------------------------------
 
 
-class Session:
-    def __init__(self, vault: LocalVault, client: Client, runner: ToolRunner, seen: list[Any]) -> None:
-        self.vault = vault
-        self.client = client
-        self.runner = runner
-        self.seen = seen  # notifications from the server
-
-    async def call(self, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        return result.content[0].text, result.is_error, result.structured_content
-
-    async def ok(self, tool: str, **arguments: Any) -> Any:
-        text, is_error, structured = await self.call(tool, **arguments)
-        assert not is_error, text
-        return structured
-
-    async def tool_names(self) -> list[str]:
-        return [tool.name for tool in (await self.client.list_tools()).tools]
-
-    def content(self, path: str) -> str:
-        files = self.vault.store.list_files(self.vault.project_id, path=path, prefix=None, include_deleted=False)
-        return self.vault.store.content(self.vault.project_id, files[0].id)[1].decode()
-
-
-def seed(vault: LocalVault, path: str, text: str) -> None:
-    store = vault.store
-    with store.write() as db:
-        store.create(Change(db, vault.project_id, store.owner_of(vault.project_id)), path, text.encode(), None)
-
-
-@asynccontextmanager
-async def session_on(vault: LocalVault, **overrides: Any) -> AsyncIterator[Session]:
-    values = {
-        "base_url": vault.url,
-        "api_key": vault.api_key,
-        "project_id": vault.project_id,
-        "call_budget": 5.0,
-        "schema_dir": "schemas/",
-        **overrides,
-    }
-    runner = ToolRunner(make_config(**values), clock=SystemClock(), policy=FAST)
-    seen: list[Any] = []
-
-    async def on_message(message: Any) -> None:
-        seen.append(message)
-
-    async with Client(build_server(runner), mode="legacy", message_handler=on_message) as client:
-        yield Session(vault, client, runner, seen)
+def schema_session(vault: LocalVault, **config: Any) -> AbstractAsyncContextManager[Session]:
+    """A session on ``vault`` with ``schemas/`` as the schema folder, keeping what the server sends unasked."""
+    return session_on(vault, collect_messages=True, **{"schema_dir": "schemas/", **config})
 
 
 @pytest.fixture
@@ -315,7 +263,7 @@ def vault(tmp_path: Path) -> Any:
 
 @pytest.mark.anyio
 async def test_a_schema_note_becomes_a_tool_that_creates_then_merges(vault: LocalVault) -> None:
-    async with session_on(vault) as session:
+    async with schema_session(vault) as session:
         tools = {tool.name: tool for tool in (await session.client.list_tools()).tools}
         assert {"list_schemas", "reload_schemas", "upsert_recipe"} <= set(tools)
         upsert = tools["upsert_recipe"]
@@ -325,7 +273,7 @@ async def test_a_schema_note_becomes_a_tool_that_creates_then_merges(vault: Loca
 
         created = await session.ok("upsert_recipe", recipe_id="borscht", category="soup", title="Borscht", servings=6)
         assert (created["path"], created["action"]) == ("Recipes/soup/borscht.md", "created")
-        assert read_frontmatter(session.content("Recipes/soup/borscht.md"), "x")[0] == {
+        assert read_frontmatter(session.text("Recipes/soup/borscht.md"), "x")[0] == {
             "recipe_id": "borscht",
             "category": "soup",
             "title": "Borscht",
@@ -334,13 +282,13 @@ async def test_a_schema_note_becomes_a_tool_that_creates_then_merges(vault: Loca
             "tags": ["recipe"],
         }
         # Someone adds a method and a tag of their own; the next upsert merges only what it is given.
-        note = session.content("Recipes/soup/borscht.md").replace("  - recipe\n", "  - recipe\n  - family\n")
+        note = session.text("Recipes/soup/borscht.md").replace("  - recipe\n", "  - recipe\n  - family\n")
         await session.ok("write_note", path="Recipes/soup/borscht.md", content=note + "\n## Method\nBoil beets.\n")
         merged = await session.ok(
             "upsert_recipe", recipe_id="borscht", category="soup", title="Borscht", tried="2026-11-29"
         )
         assert merged["action"] == "updated"
-        stored = session.content("Recipes/soup/borscht.md")
+        stored = session.text("Recipes/soup/borscht.md")
         assert stored.endswith("---\n\n## Method\nBoil beets.\n")
         fields = read_frontmatter(stored, "x")[0]
         assert fields["tags"] == ["recipe", "family"]  # a default is not forced back onto an existing note
@@ -351,7 +299,7 @@ async def test_a_schema_note_becomes_a_tool_that_creates_then_merges(vault: Loca
 
 @pytest.mark.anyio
 async def test_bad_arguments_and_escaping_components_send_nothing(vault: LocalVault) -> None:
-    async with session_on(vault) as session:
+    async with schema_session(vault) as session:
         await session.tool_names()  # the schemas are loaded by now
         before = len(session.vault.faults.seen)
         text, is_error, _ = await session.call("upsert_recipe", recipe_id="../../x", category="soup", title="x")
@@ -371,7 +319,7 @@ async def test_invalid_schema_notes_are_listed_and_logged_and_never_stop_the_ser
     seed(vault, "schemas/zz-copy.md", RECIPE)
     seed(vault, "schemas/readme.md", "# About these schemas\n")
     with caplog.at_level(logging.WARNING, logger="teamvault_mcp"):
-        async with session_on(vault) as session:
+        async with schema_session(vault) as session:
             listed = await session.ok("list_schemas")
             names = await session.tool_names()
     assert [schema["tool"] for schema in listed["schemas"]] == ["upsert_recipe"]
@@ -387,14 +335,14 @@ async def test_invalid_schema_notes_are_listed_and_logged_and_never_stop_the_ser
 
 @pytest.mark.anyio
 async def test_reload_picks_up_a_new_schema_and_tells_the_host(vault: LocalVault) -> None:
-    async with session_on(vault) as session:
+    async with schema_session(vault) as session:
         assert "upsert_person" not in await session.tool_names()
         seed(vault, "schemas/person.md", minimal())
         reloaded = await session.ok("reload_schemas")
         assert reloaded["added"] == ["upsert_person"] and reloaded["removed"] == []
         assert "upsert_person" in await session.tool_names()
         assert any(
-            "tools/list_changed" in repr(message) or "ToolListChanged" in repr(message) for message in session.seen
+            "tools/list_changed" in repr(message) or "ToolListChanged" in repr(message) for message in session.messages
         )
         created = await session.ok("upsert_person", slug="ada")
         assert created["path"] == "People/ada.md"
@@ -402,7 +350,7 @@ async def test_reload_picks_up_a_new_schema_and_tells_the_host(vault: LocalVault
 
 @pytest.mark.anyio
 async def test_a_read_only_server_lists_schemas_but_has_no_schema_tools(vault: LocalVault) -> None:
-    async with session_on(vault, read_only=True) as session:
+    async with schema_session(vault, read_only=True) as session:
         names = await session.tool_names()
         listed = await session.ok("list_schemas")
     assert "list_schemas" in names
@@ -412,7 +360,7 @@ async def test_a_read_only_server_lists_schemas_but_has_no_schema_tools(vault: L
 
 @pytest.mark.anyio
 async def test_without_a_schema_folder_there_are_no_schema_tools(vault: LocalVault) -> None:
-    async with session_on(vault, schema_dir=None) as session:
+    async with schema_session(vault, schema_dir=None) as session:
         names = await session.tool_names()
     assert not {"list_schemas", "reload_schemas", "upsert_recipe"} & set(names)
 
@@ -421,9 +369,9 @@ async def test_without_a_schema_folder_there_are_no_schema_tools(vault: LocalVau
 async def test_a_slow_vault_at_start_up_delays_tools_list_by_the_limit_only(
     vault: LocalVault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "SCHEMA_LOAD_LIMIT", 0.5)
+    monkeypatch.setattr(runner_module, "SCHEMA_LOAD_LIMIT", 0.5)
     vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=60))
-    async with session_on(vault) as session:
+    async with schema_session(vault) as session:
         started = anyio.current_time()
         names = await session.tool_names()
         waited = anyio.current_time() - started
@@ -439,7 +387,7 @@ async def test_a_slow_vault_at_start_up_delays_tools_list_by_the_limit_only(
 @pytest.mark.anyio
 async def test_write_scopes_and_the_audit_log_see_the_templated_path(vault: LocalVault, tmp_path: Path) -> None:
     log = tmp_path / "audit.jsonl"
-    async with session_on(vault, write_prefixes=("Recipes/soup/",), audit_log=log) as session:
+    async with schema_session(vault, write_prefixes=("Recipes/soup/",), audit_log=log) as session:
         text, is_error, _ = await session.call("upsert_recipe", recipe_id="cake", category="dessert", title="Cake")
         assert is_error and text.startswith("upsert_recipe refused: path 'Recipes/dessert/cake.md' is outside")
         await session.ok("upsert_recipe", recipe_id="borscht", category="soup", title="Borscht")
@@ -454,9 +402,9 @@ async def test_write_scopes_and_the_audit_log_see_the_templated_path(vault: Loca
 @pytest.mark.parametrize("block", ["", "# people wrote this\n", "base: &base {servings: 4}\n<<: *base\n"])
 async def test_upsert_merges_into_empty_comment_only_and_merge_key_blocks(vault: LocalVault, block: str) -> None:
     seed(vault, "Recipes/soup/borscht.md", f"---\n{block}---\n## Method\n")
-    async with session_on(vault) as session:
+    async with schema_session(vault) as session:
         merged = await session.ok("upsert_recipe", recipe_id="borscht", category="soup", title="Borscht")
     assert merged["action"] == "updated"
-    stored = session.content("Recipes/soup/borscht.md")
+    stored = session.text("Recipes/soup/borscht.md")
     assert stored == f"---\n{block}recipe_id: borscht\ncategory: soup\ntitle: Borscht\n---\n## Method\n"
     assert merged["frontmatter"] == read_frontmatter(stored, "x")[0]

@@ -7,8 +7,10 @@ import time
 
 import pytest
 
-from teamvault_mcp.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
-from teamvault_mcp.search import (
+from teamvault_mcp.text.folding import fold
+from teamvault_mcp.text.fuzzy import find_paths
+from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
+from teamvault_mcp.text.search import (
     BM25,
     SNIPPET_CHARS,
     Candidate,
@@ -16,8 +18,6 @@ from teamvault_mcp.search import (
     Matcher,
     SearchIndex,
     TimeUp,
-    find_paths,
-    fold,
     rank,
     snippet,
     words_of,

@@ -10,18 +10,18 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import make_config
 from mcp import Client
-from waiting import GENEROUS, assert_within, await_until
+from support.policies import FAST
+from support.sessions import call_once, runner_on
+from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.vault.retry import SystemClock
 
 pytestmark = pytest.mark.anyio
 
-#: The production rules with short pauses; a generous attempt limit, so a loaded machine never cuts a plain attempt.
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=30)
 DOWNLOAD = "/api/projects/*/files/*"
 
 HANDBOOK = """\
@@ -41,14 +41,7 @@ class Vault:
         self.cache_dir = cache_dir
 
     def runner(self, budget: float = 10.0) -> ToolRunner:
-        config = make_config(
-            base_url=self.vault.url,
-            api_key=self.vault.api_key,
-            project_id=self.vault.project_id,
-            call_budget=budget,
-            cache_dir=self.cache_dir,
-        )
-        return ToolRunner(config, clock=SystemClock(), policy=FAST)
+        return runner_on(self.vault, call_budget=budget, cache_dir=self.cache_dir)
 
 
 @pytest.fixture
@@ -57,39 +50,33 @@ def vault(tmp_path: Path) -> Any:
         yield Vault(running, tmp_path / "cache")
 
 
-async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-    async with Client(build_server(runner), mode="legacy") as client:
-        result = await client.call_tool(tool, arguments)
-    return result.content[0].text, result.is_error, result.structured_content
-
-
 async def write(runner: ToolRunner, path: str, content: str) -> None:
     """Write a note as someone else would: through a server without this cache (writes fill the cache)."""
     other = ToolRunner(dataclasses.replace(runner.config, cache_dir=None), clock=SystemClock(), policy=FAST)
-    _, is_error, _ = await call(other, "write_note", path=path, content=content)
+    _, is_error, _ = await call_once(other, "write_note", path=path, content=content)
     assert not is_error
 
 
 async def test_a_hit_points_at_a_section_read_note_accepts(vault: Vault) -> None:
     runner = vault.runner()
     await write(runner, "handbook.md", HANDBOOK)
-    text, is_error, result = await call(runner, "search_notes", query="quarter budget")
+    text, is_error, result = await call_once(runner, "search_notes", query="quarter budget")
     assert not is_error
     hit = result["hits"][0]
     assert (hit["path"], hit["line"], hit["breadcrumb"]) == ("handbook.md", 5, "Handbook > Budget")
     assert "handbook.md:5 · Handbook > Budget · The travel budget is reviewed every quarter." in text
-    section, _, _ = await call(runner, "read_note", path=hit["path"], section=hit["tocPath"])
+    section, _, _ = await call_once(runner, "read_note", path=hit["path"], section=hit["tocPath"])
     assert section == "## Budget\nThe travel budget is reviewed every quarter.\n"
 
 
 async def test_the_old_text_is_never_found_after_an_update(vault: Vault) -> None:
     runner = vault.runner()
     await write(runner, "n.md", "the old wording\n")
-    assert (await call(runner, "search_notes", query="old wording"))[2]["totalNotes"] == 1
+    assert (await call_once(runner, "search_notes", query="old wording"))[2]["totalNotes"] == 1
     await write(runner, "n.md", "the new wording\n")
     for fresh in (runner, vault.runner()):  # the same process, and a new one on the same disk cache
-        assert (await call(fresh, "search_notes", query="old wording"))[2]["totalNotes"] == 0
-        assert (await call(fresh, "search_notes", query="new wording"))[2]["totalNotes"] == 1
+        assert (await call_once(fresh, "search_notes", query="old wording"))[2]["totalNotes"] == 0
+        assert (await call_once(fresh, "search_notes", query="new wording"))[2]["totalNotes"] == 1
 
 
 async def test_notes_are_downloaded_once_then_served_from_the_cache(vault: Vault) -> None:
@@ -99,7 +86,7 @@ async def test_notes_are_downloaded_once_then_served_from_the_cache(vault: Vault
 
     async def downloads_of_a_search(runner: ToolRunner) -> int:
         before = len(vault.vault.faults.seen)
-        _, _, result = await call(runner, "search_notes", query="number")
+        _, _, result = await call_once(runner, "search_notes", query="number")
         assert result["totalNotes"] == 5
         return sum(1 for _, path in vault.vault.faults.seen[before:] if path.count("/") == 5)
 
@@ -112,14 +99,14 @@ async def test_notes_are_downloaded_once_then_served_from_the_cache(vault: Vault
 async def test_a_corrupted_cache_entry_is_refetched_not_returned(vault: Vault) -> None:
     runner = vault.runner()
     await write(runner, "n.md", "the real text\n")
-    await call(runner, "search_notes", query="real")
+    await call_once(runner, "search_notes", query="real")
     assert vault.cache_dir is not None
     entries = [path for path in vault.cache_dir.rglob("*") if path.is_file() and len(path.name) == 64]
     assert len(entries) == 1
     entries[0].write_bytes(b"the fake text\n")
     fresh = vault.runner()
-    assert (await call(fresh, "search_notes", query="fake"))[2]["totalNotes"] == 0
-    assert (await call(fresh, "search_notes", query="real"))[2]["totalNotes"] == 1
+    assert (await call_once(fresh, "search_notes", query="fake"))[2]["totalNotes"] == 0
+    assert (await call_once(fresh, "search_notes", query="real"))[2]["totalNotes"] == 1
     assert entries[0].read_bytes() == b"the real text\n"  # refetched and stored again
 
 
@@ -128,7 +115,7 @@ async def test_search_works_with_the_cache_off(tmp_path: Path) -> None:
         plain = Vault(running, None)
         runner = plain.runner()
         await write(runner, "n.md", "findable\n")
-        assert (await call(runner, "search_notes", query="findable"))[2]["totalNotes"] == 1
+        assert (await call_once(runner, "search_notes", query="findable"))[2]["totalNotes"] == 1
     assert not (tmp_path / "cache").exists()
 
 
@@ -138,7 +125,7 @@ async def test_the_budget_ending_gives_partial_results_not_a_timeout(vault: Vaul
         await write(runner, f"n{i:02d}.md", f"common word {i}\n")
     vault.vault.faults.chooser = lambda method, path: Fault.delay(0.5) if path.count("/") == 5 else None
     started = time.monotonic()
-    text, is_error, result = await call(vault.runner(budget=3.5), "search_notes", query="common")
+    text, is_error, result = await call_once(vault.runner(budget=3.5), "search_notes", query="common")
     elapsed = time.monotonic() - started
     vault.vault.faults.chooser = None
     assert not is_error
@@ -209,7 +196,9 @@ async def test_a_slow_regex_stops_within_the_budget_with_partial_results(vault: 
     for i in range(12):
         await write(runner, f"n{i:02d}.md", slow_lines)
     started = time.monotonic()
-    text, is_error, result = await call(vault.runner(budget=3.0), "search_notes", query=r"\w*(?=\w*x)", mode="regex")
+    text, is_error, result = await call_once(
+        vault.runner(budget=3.0), "search_notes", query=r"\w*(?=\w*x)", mode="regex"
+    )
     elapsed = time.monotonic() - started
     assert not is_error
     assert result["partial"] is True and result["notesNotSearched"] > 0 and result["slowLines"] > 0
@@ -218,7 +207,7 @@ async def test_a_slow_regex_stops_within_the_budget_with_partial_results(vault: 
 
 
 async def test_a_pathological_regex_is_refused_before_it_runs(vault: Vault) -> None:
-    text, is_error, _ = await call(vault.runner(), "search_notes", query="(a+)+$", mode="regex")
+    text, is_error, _ = await call_once(vault.runner(), "search_notes", query="(a+)+$", mode="regex")
     assert is_error and text.startswith("The regex is refused: a quantifier inside a quantified group")
 
 
@@ -226,7 +215,7 @@ async def test_prefix_limits_the_search(vault: Vault) -> None:
     runner = vault.runner()
     await write(runner, "a/x.md", "shared\n")
     await write(runner, "b/y.md", "shared\n")
-    _, _, result = await call(runner, "search_notes", query="shared", prefix="b/")
+    _, _, result = await call_once(runner, "search_notes", query="shared", prefix="b/")
     assert [hit["path"] for hit in result["hits"]] == ["b/y.md"]
 
 
@@ -234,7 +223,7 @@ async def test_find_notes_by_a_misspelt_name(vault: Vault) -> None:
     runner = vault.runner()
     await write(runner, "people/kuzma-minin.md", "x\n")
     await write(runner, "people/dmitry-pozharsky.md", "y\n")
-    text, is_error, result = await call(runner, "find_notes", query="pozharksy")
+    text, is_error, result = await call_once(runner, "find_notes", query="pozharksy")
     assert not is_error
     assert result["notes"][0]["path"] == "people/dmitry-pozharsky.md"
     assert text.startswith('1 path like "pozharksy":') or text.startswith("2 paths")
@@ -248,7 +237,7 @@ async def test_search_arguments_are_checked(vault: Vault) -> None:
         ({"query": "x", "limit": 500}, "at most 200"),
         ({"query": ".,;"}, "The query has nothing to search for"),
     ]:
-        text, is_error, _ = await call(runner, "search_notes", **arguments)
+        text, is_error, _ = await call_once(runner, "search_notes", **arguments)
         assert is_error and message in text, text
 
 
@@ -256,11 +245,11 @@ def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vau
     # Over MCP the SDK drops the answer to a cancelled call; the `call` command and any other caller keep it.
     import threading
 
-    from teamvault_mcp.calls import ToolContext
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient
-    from teamvault_mcp.retry import Budget
-    from teamvault_mcp.searching import search_notes
+    from teamvault_mcp.tools.context import ToolContext
+    from teamvault_mcp.tools.search import search_notes
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget
 
     runner = vault.runner()
     for i in range(12):
@@ -288,7 +277,7 @@ async def test_pings_are_answered_while_the_regex_engine_is_inside_a_long_match(
     # of the GIL while it matches (hundreds of pings per line) and stops each line at its time limit.
     runner = vault.runner(budget=30)
     await write(runner, "slow.md", ("a" * 1000 + "\n") * 5)
-    await call(runner, "search_notes", query="aaaa")  # the note is now in memory: the search only lists
+    await call_once(runner, "search_notes", query="aaaa")  # the note is now in memory: the search only lists
     events: list[str] = []
     result: Any = None
     async with Client(build_server(runner), mode="legacy") as client:

@@ -1,4 +1,4 @@
-"""The tools through a real MCP client over in-memory streams (spec §3, §5, §6)."""
+"""The tools through a real MCP client over in-memory streams (README: Tools, Reliability, Errors)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,20 @@ import anyio
 import pytest
 import requests
 import responses
-from conftest import API_KEY, BASE, FILES, FakeClock, file_record, make_config
-from loopback import hang, json_answer, loopback_server
 from mcp import Client
 from responses import matchers
-from waiting import GENEROUS, assert_within, await_until
+from support.fakes import API_KEY, BASE, FILES, FakeClock, file_record, make_config
+from support.loopback import hang, json_answer, loopback_server
+from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp import __version__
-from teamvault_mcp.calls import ToolContext, ToolOutput
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
-from teamvault_mcp.retry import SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
-from teamvault_mcp.tools import MAX_CONTENT_BYTES, Tool
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.tools.context import ToolContext, ToolOutput
+from teamvault_mcp.tools.kinds import MAX_CONTENT_BYTES
+from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.vault.retry import SystemClock
 
 pytestmark = pytest.mark.anyio
 

@@ -26,13 +26,13 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import make_config
 from mcp import Client
+from support.sessions import runner_on
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.retry import RetryPolicy, SystemClock
-from teamvault_mcp.server import ToolRunner, build_server
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.vault.retry import RetryPolicy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.soak]
 
@@ -41,8 +41,9 @@ SEED = int(os.environ.get("SOAK_SEED", "20261130"))
 FAULT_RATE = 0.3
 PATHS = [f"{folder}/note-{n:02d}.md" for folder in ("inbox", "people", "projects") for n in range(12)]
 
-#: The production rules at a smaller time scale: 3 attempts, pauses, Retry-After cap, the 2 s floor.
-FAST = RetryPolicy(
+#: The production rules at a smaller time scale: 3 attempts, pauses, Retry-After cap, the 2 s floor, and the attempt
+#: limit too, so that a hung request ends within the soak's short budgets (not the suite's FAST policy).
+SOAK_POLICY = RetryPolicy(
     pauses=(0.01, 0.03),
     jitter=0.005,
     retry_after_cap=0.05,
@@ -128,11 +129,7 @@ async def test_no_write_is_lost_or_doubled_under_faults(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     counts: collections.Counter[str] = collections.Counter()
     with LocalVault(tmp_path / "vault") as vault:
-        runner = ToolRunner(
-            make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id, call_budget=3.0),
-            clock=SystemClock(),
-            policy=FAST,
-        )
+        runner = runner_on(vault, call_budget=3.0, policy=SOAK_POLICY)
         vault.faults.chooser = chaos(random.Random(SEED + 1))
         model: dict[str, str] = {}
         applied_contents: list[str] = []

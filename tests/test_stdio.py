@@ -14,14 +14,16 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
-from conftest import API_KEY, FakeClock, make_config
-from loopback import Exchange, loopback_server
 from mcp.server.lowlevel import NotificationOptions
 from mcp.shared.message import SessionMessage
-from test_entry import ENTRY_POINTS, StdioChild, child_env
+from support.children import ENTRY_POINTS, StdioChild
+from support.env import child_env
+from support.fakes import API_KEY, FakeClock, make_config
+from support.loopback import Exchange, loopback_server
 
-from teamvault_mcp.server import ToolRunner, build_server
-from teamvault_mcp.stdio import MAX_MESSAGE_DEPTH, WritesOnlyWritable, json_depth, serve_stdio
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server.stdio import MAX_MESSAGE_DEPTH, WritesOnlyWritable, json_depth, serve_stdio
 
 
 def nested(depth: int, bottom: Any = "a.md") -> Any:

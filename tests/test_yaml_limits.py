@@ -4,25 +4,20 @@ written; the call's budget holds for the CPU work of parsing too (a clock that m
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeClock, make_config
-from mcp import Client
+from support.fakes import FakeClock
+from support.policies import FAST
+from support.seeding import seed
+from support.sessions import Session, session_on
 
-from teamvault_mcp import frontmatter, yamltext
-from teamvault_mcp.frontmatter import FrontMatterError
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.retry import Clock, RetryPolicy, SystemClock
-from teamvault_mcp.schemas import SchemaProblem, parse_schema_note
-from teamvault_mcp.server import ToolRunner, build_server
-
-FAST = RetryPolicy(pauses=(0.01, 0.02), jitter=0.0, key_in_use_pause=0.01, min_time_to_start=0.05, attempt_timeout=2.0)
-
+from teamvault_mcp.text import frontmatter, yamltext
+from teamvault_mcp.text.frontmatter import FrontMatterError
+from teamvault_mcp.text.schema_notes import SchemaProblem, parse_schema_note
 
 # -- the bombs --------------------------------------------------------------------------------------------
 
@@ -229,30 +224,9 @@ class TickingClock(FakeClock):
         return super().monotonic()
 
 
-class Session:
-    def __init__(self, vault: LocalVault, client: Client) -> None:
-        self.vault = vault
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        return result.content[0].text, result.is_error, result.structured_content
-
-    def seed(self, path: str, text: str) -> None:
-        store, project = self.vault.store, self.vault.project_id
-        with store.write() as db:
-            store.create(Change(db, project, store.owner_of(project)), path, text.encode(), None)
-
-    def operations(self) -> list[str]:
-        return [op["kind"] for op in self.vault.store.operations(self.vault.project_id)]
-
-
-@asynccontextmanager
-async def session_on(vault: LocalVault, clock: Clock | None = None, **overrides: Any) -> AsyncIterator[Session]:
-    values = {"base_url": vault.url, "api_key": vault.api_key, "project_id": vault.project_id, "call_budget": 10.0}
-    runner = ToolRunner(make_config(**{**values, **overrides}), clock=clock or SystemClock(), policy=FAST)
-    async with Client(build_server(runner), mode="legacy") as client:
-        yield Session(vault, client)
+def limited_session(vault: LocalVault, **options: Any) -> AbstractAsyncContextManager[Session]:
+    """A session on ``vault`` whose calls get 10 s unless ``options`` say otherwise (``clock``, configuration)."""
+    return session_on(vault, **{"call_budget": 10.0, **options})
 
 
 @pytest.fixture
@@ -263,7 +237,7 @@ def vault(tmp_path: Path) -> Any:
 
 @pytest.mark.anyio
 async def test_the_tools_refuse_a_bomb_naming_the_note_and_write_nothing(vault: LocalVault) -> None:
-    async with session_on(vault) as session:
+    async with limited_session(vault) as session:
         session.seed("bomb.md", note(laughs()))
         for tool, arguments in [
             ("read_frontmatter", {}),
@@ -284,7 +258,7 @@ async def test_the_budget_holds_for_the_cpu_work_of_reading_front_matter(vault: 
     # these 16,000 nodes and 12,000 values (a check every 256) reads it over 100 times, so with a 2 s budget
     # the parse stops about halfway, and the requests still have time (an attempt's own limit is real time).
     block = "".join(f"k{index}: [a, b]\n" for index in range(4000))
-    async with session_on(vault, clock=TickingClock(0.05), call_budget=2.0) as session:
+    async with limited_session(vault, clock=TickingClock(0.05), call_budget=2.0) as session:
         session.seed("big.md", note(block))
         for tool, arguments in [("read_frontmatter", {}), ("update_frontmatter", {"set": {"status": "done"}})]:
             text, is_error, _ = await session.call(tool, path="big.md", **arguments)
@@ -302,13 +276,9 @@ async def test_a_schema_note_bomb_is_a_listed_problem_and_the_other_schemas_load
         "```yaml schema\nmetadata:\n  schemaName: person\n  identifierField: slug\n  pathTemplate: People/${slug}.md\n"
         "  pathComponents: [slug]\nfields:\n  slug: {type: string}\n```\n"
     )
-    store, project = vault.store, vault.project_id
-    with store.write() as db:
-        change = Change(db, project, store.owner_of(project))
-        store.create(change, "schemas/bomb.md", f"```yaml schema\n{laughs()}```\n".encode(), None)
-    with store.write() as db:
-        store.create(Change(db, project, store.owner_of(project)), "schemas/person.md", schema.encode(), None)
-    async with session_on(vault, schema_dir="schemas/") as session:
+    seed(vault, "schemas/bomb.md", f"```yaml schema\n{laughs()}```\n")
+    seed(vault, "schemas/person.md", schema)
+    async with limited_session(vault, schema_dir="schemas/") as session:
         text, is_error, listed = await session.call("list_schemas")
         assert not is_error, text
         assert [schema["tool"] for schema in listed["schemas"]] == ["upsert_person"]
@@ -325,12 +295,12 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
     # check. (The clock stands in for the host: it cancels when the parse first looks at the time.)
     import traceback
 
-    from teamvault_mcp.calls import ToolContext
-    from teamvault_mcp.cancel import CancelToken
-    from teamvault_mcp.client import TeamVaultClient
     from teamvault_mcp.errors import CallCancelledError
-    from teamvault_mcp.retry import Budget
-    from teamvault_mcp.structured import read_frontmatter
+    from teamvault_mcp.tools.context import ToolContext
+    from teamvault_mcp.tools.frontmatter import read_frontmatter
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget
 
     token = CancelToken()
     checks: list[float] = []
@@ -342,10 +312,9 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
                 token.cancel()
             return super().monotonic()
 
-    store, project = vault.store, vault.project_id
-    with store.write() as db:
-        block = "".join(f"k{index}: [a, b]\n" for index in range(4000))
-        store.create(Change(db, project, store.owner_of(project)), "big.md", note(block).encode(), None)
+    project = vault.project_id
+    block = "".join(f"k{index}: [a, b]\n" for index in range(4000))
+    seed(vault, "big.md", note(block))
     clock = CancellingClock()
     budget = Budget(30, clock)
     client = TeamVaultClient(vault.url, vault.api_key, budget=budget, token=token, clock=clock, policy=FAST)

@@ -16,7 +16,7 @@ import pytest
 from ruamel.yaml import YAML
 from ruamel.yaml.events import ScalarEvent
 
-from teamvault_mcp import frontmatter
+from teamvault_mcp.text import frontmatter
 
 
 def _any(*patterns: str) -> re.Pattern[str]:

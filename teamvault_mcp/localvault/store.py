@@ -37,7 +37,7 @@ from typing import Any
 
 from teamvault_mcp.errors import InvalidPathError
 from teamvault_mcp.localvault.preconditions import IfMatch, entity_tag
-from teamvault_mcp.paths import stored_path_of
+from teamvault_mcp.text.paths import stored_path_of
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (

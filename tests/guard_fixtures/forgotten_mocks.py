@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 
 import responses
-from conftest import API_KEY, BASE, FakeClock
-from loopback import json_answer, loopback_server
+from support.fakes import API_KEY, BASE, FakeClock
+from support.loopback import json_answer, loopback_server
 
-from teamvault_mcp.cancel import CancelToken
-from teamvault_mcp.client import TeamVaultClient
 from teamvault_mcp.errors import TeamVaultError
-from teamvault_mcp.retry import Budget, RetryPolicy
+from teamvault_mcp.vault.client import TeamVaultClient
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, RetryPolicy
 
 
 def client(base_url: str = BASE) -> TeamVaultClient:

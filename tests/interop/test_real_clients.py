@@ -30,7 +30,7 @@ from typing import IO, Any
 import pytest
 
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.tools import tools_for
+from teamvault_mcp.tools.table import tools_for
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

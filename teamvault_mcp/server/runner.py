@@ -1,0 +1,393 @@
+"""The call pipeline: one tool call from its arguments to its result, in a worker thread.
+
+A call gets one budget (time queued counts too) and one cancel token. Its arguments are
+checked against the tool's declaration and, for a write, against TEAM_VAULT_WRITE_PREFIXES
+before any request; then the handler runs in a worker thread, under a limiter of its own so
+blocking calls can never take the threads the stdio transport reads and writes with. When
+the host cancels (``notifications/cancelled`` cancels the request's anyio scope), the
+cancellable await sets the token, which wakes the worker's pause and shuts its in-flight
+socket down: the worker stops within milliseconds.
+
+Errors of our tree become tool results with ``isError: true`` here, and only here; every
+result is made sendable here too (no API key, valid Unicode, bounded nesting). Each write
+tool call leaves one audit-log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+import mcp.types as types
+
+from teamvault_mcp.config import Config
+from teamvault_mcp.errors import (
+    CallCancelledError,
+    InternalError,
+    InvalidPathError,
+    TeamVaultError,
+    ToolInputError,
+    WriteScopeError,
+)
+from teamvault_mcp.server.audit import AuditLog, write_outcome
+from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.text.redact import Redactor
+from teamvault_mcp.text.search import SearchIndex
+from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
+from teamvault_mcp.tools.context import Progress, ToolContext, ToolOutput
+from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
+from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.tools.table import tools_for
+from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, Clock, Failure, RetryPolicy, SystemClock, failure
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.transport import HttpPool
+
+log = logging.getLogger(__name__)
+
+#: Seconds tools/list waits beyond the schema load's own limit for the loader thread to finish.
+SCHEMA_LOAD_GRACE = 2.0
+
+#: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
+CANCEL_GRACE = 10.0
+
+#: Tool calls running at once; their threads come from anyio's default pool (40), which also serves stdin/stdout.
+MAX_CONCURRENT_CALLS = 8
+
+#: Deepest nesting of arrays and objects in a tool argument: no tool takes anything near it.
+MAX_ARGUMENT_DEPTH = 64
+
+#: Deepest nesting in a tool result (front matter read as JSON, say); the SDK cannot send beyond about 250.
+MAX_RESULT_DEPTH = 100
+
+
+class ToolRunner:
+    """Runs tool calls in worker threads, one budget and one cancel token per call."""
+
+    def __init__(self, config: Config, *, clock: Clock | None = None, policy: RetryPolicy | None = None) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
+        self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
+        self._tools: tuple[int, dict[str, Tool]] = (-1, {})
+        self._pool: HttpPool | None = None  # made by the first call (it loads `requests`)
+        self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
+        self._caches = (
+            ProjectCaches(
+                config.cache_dir,
+                max_bytes=config.cache_max_bytes,
+                server=config.cache_namespace or config.base_url,
+            )
+            if config.cache_dir is not None
+            else None
+        )
+        self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._active: set[CancelToken] = set()
+        self._active_lock = threading.Lock()
+        self._redactor = Redactor(config.api_key)
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The tools by name: the fixed ones, and one for each schema loaded now."""
+        generation = self.schemas.generation if self.schemas is not None else 0
+        cached_generation, tools = self._tools
+        if cached_generation != generation:
+            schemas = self.schemas.current.schemas if self.schemas is not None else None
+            tools = {tool.name: tool for tool in tools_for(self.config.read_only, schemas)}
+            self._tools = (generation, tools)
+        return tools
+
+    def http_pool(self) -> HttpPool:
+        """The keep-alive connections to the server, shared by all calls of this runner."""
+        from teamvault_mcp.vault.transport import HttpPool
+
+        with self._active_lock:
+            if self._pool is None:
+                self._pool = HttpPool(self.config.base_url)
+            return self._pool
+
+    def close(self) -> None:
+        """Close the idle pooled connections (the server is going away)."""
+        with self._active_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    @property
+    def tools_generation(self) -> int:
+        return self.schemas.generation if self.schemas is not None else 0
+
+    def client(self, budget: Budget, token: CancelToken) -> TeamVaultClient:
+        """A client for one call (or the schema load), on the shared pool."""
+        from teamvault_mcp.vault.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
+
+        return TeamVaultClient(
+            self.config.base_url,
+            self.config.api_key,
+            budget=budget,
+            token=token,
+            clock=self.clock,
+            policy=self.policy,
+            pool=self.http_pool(),
+        )
+
+    def start_schema_load(self) -> None:
+        """Begin reading the schema notes in a thread (once), within SCHEMA_LOAD_LIMIT seconds."""
+        if self.schemas is not None:
+            budget = min(SCHEMA_LOAD_LIMIT, self.config.call_budget)
+            self.schemas.start_loading(lambda: self.client(Budget(budget, self.clock), CancelToken()))
+
+    def wait_for_schemas(self) -> None:
+        """Block until the start-up load of the schemas has ended (it is bounded by its own budget)."""
+        if self.schemas is not None:
+            self.start_schema_load()
+            self.schemas.started.wait(SCHEMA_LOAD_LIMIT + SCHEMA_LOAD_GRACE)
+
+    async def schemas_ready(self) -> None:
+        """:meth:`wait_for_schemas` without blocking the event loop."""
+        if self.schemas is not None and not self.schemas.started.is_set():
+            await anyio.to_thread.run_sync(self.wait_for_schemas)
+
+    def active_calls(self) -> int:
+        with self._active_lock:
+            return len(self._active)
+
+    def cache_for(self, project_id: str) -> ContentCache | None:
+        """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
+        return self._caches.for_project(project_id) if self._caches is not None else None
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None = None
+    ) -> types.CallToolResult:
+        """Run one tool call; ``report`` sends progress to the host (None when it asked for none).
+
+        The result is made safe to send whatever the server answered: never the API key, only
+        valid Unicode, and nesting the SDK can serialise.
+        """
+        return self._deliverable(name, await self._call(name, arguments, report))
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None
+    ) -> types.CallToolResult:
+        budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
+        await self.schemas_ready()
+        tool = self.tools.get(name)
+        if tool is None:
+            return _error_result(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
+        try:
+            _check_nesting(arguments or {})
+            args = tool.check_arguments(arguments)
+            self._check_write_scope(tool, args)
+        except ToolInputError as error:
+            refused = failure(error, write_sent=False)
+            if tool.writes:
+                self._audit(tool, arguments or {}, refused)
+            return _error_result(refused.text)
+        token = CancelToken()
+        progress = _progress_reporter(report, token) if report is not None else None
+        output = await self._in_worker(lambda: self._execute(tool, args, budget, token, progress), token)
+        if isinstance(output, Failure):
+            return _error_result(output.text)
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
+        return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
+
+    def _deliverable(self, name: str, result: types.CallToolResult) -> types.CallToolResult:
+        """``result`` without the API key or lone surrogates; a tool error if it nests too deeply to send."""
+        structured = result.structured_content
+        if structured is not None and nesting_depth(structured, MAX_RESULT_DEPTH) > MAX_RESULT_DEPTH:
+            log.warning("the result of %s nests more than %d levels deep; not sent", name, MAX_RESULT_DEPTH)
+            result = _error_result(
+                f"The result of {name} nests arrays and objects more than {MAX_RESULT_DEPTH} levels deep, deeper "
+                "than this server sends. Nothing of it was sent; read the note's text with read_note instead."
+            )
+            structured = None
+
+        def safe(text: str) -> str:
+            return valid_unicode(self._redactor.text(text))
+
+        content: list[types.ContentBlock] = [
+            block.model_copy(update={"text": safe(block.text)}) if isinstance(block, types.TextContent) else block
+            for block in result.content
+        ]
+        return types.CallToolResult(
+            content=content,
+            structured_content=map_strings(structured, safe) if structured is not None else None,
+            is_error=result.is_error,
+        )
+
+    def _check_write_scope(self, tool: Tool, args: dict[str, Any]) -> None:
+        """Refuse a write naming any note outside TEAM_VAULT_WRITE_PREFIXES (for the call's project), before
+        any request."""
+        config = self.config
+        project = args.get("projectId") or config.project_id
+        prefixes = config.write_prefixes_for(project)
+        if prefixes is None or not tool.writes:
+            return
+        # Name the project only where it matters: when some prefixes hold in one project alone.
+        shown = project if config.project_write_prefixes else None
+        for name, given in tool.written_paths(args):
+            path = stored_path_of(given, incoming=True)
+            if not path.startswith(prefixes):
+                raise WriteScopeError(tool.name, name, path, prefixes, project=shown, scopes=config.write_scope_text())
+
+    def _audit(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        failed: Failure | None,
+        *,
+        client: TeamVaultClient | None = None,
+        facts: dict[str, Any] | None = None,
+    ) -> None:
+        """One audit-log line for a write tool call (nothing when there is no audit log)."""
+        if self.audit is None:
+            return
+        facts = facts or {}
+        replayed = bool(client is not None and client.replayed)
+        entry: dict[str, Any] = {
+            "tool": tool.name,
+            "project": args.get("projectId") or self.config.project_id,
+            "paths": _audited_paths(tool, args),
+            "idempotencyKey": client.idempotency_key if client is not None else None,
+            "attempts": client.write_attempts if client is not None else 0,
+            "outcome": write_outcome(failed, replayed=replayed, noop=bool(facts.get("noop"))),
+        }
+        for name in ("hashBefore", "hashAfter", "verified"):
+            if name in facts:
+                entry[name] = facts[name]
+        if failed is not None:
+            entry["error"] = type(failed.error).__name__
+        self.audit.record(entry)
+
+    def _execute(
+        self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
+    ) -> ToolOutput | Failure:
+        """The worker thread's part: one client for the call, the handler, errors as values."""
+        with self._active_lock:
+            self._active.add(token)
+        client = self.client(budget, token)
+        context = ToolContext(
+            client,
+            self.config.project_id,
+            budget=budget,
+            token=token,
+            cache_for=self.cache_for,
+            index=self.index,
+            progress=progress,
+            schemas=self.schemas,
+        )
+        error: TeamVaultError | None = None
+        try:
+            output = tool.handler(context, args)
+        except CallCancelledError as cancelled:
+            if tool.writes:
+                log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
+            error = cancelled
+        except TeamVaultError as failed:
+            error = failed
+        except RecursionError:  # a parser recursing into data nested hundreds of levels (a note's YAML, say)
+            log.warning("%s reached the recursion limit", tool.name, exc_info=True)
+            error = InternalError(
+                f"{tool.name} stopped: something it read (a note's front matter, say) nests lists or objects "
+                "hundreds of levels deep, deeper than this server can process. Read the note with read_note to "
+                "see it; fix that text, then try again."
+            )
+        except Exception as bug:  # the one place a bug becomes a message instead of a dead server
+            log.exception("internal error in %s", tool.name)
+            error = InternalError(
+                f"Internal error in {tool.name}: {type(bug).__name__}: {bug}. "
+                "This is a bug in teamvault-mcp; the server keeps running."
+            )
+        finally:
+            client.close()
+            with self._active_lock:
+                self._active.discard(token)
+        # Only a write request that was sent can have been applied.
+        ended = failure(error, write_sent=tool.writes and client.write_attempts > 0) if error is not None else None
+        if tool.writes:
+            self._audit(tool, args, ended, client=client, facts=context.facts)
+        return ended if ended is not None else output
+
+    async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
+        """Run ``work`` in a thread; if this task is cancelled meanwhile, cancel ``token`` at once.
+
+        The thread is not abandoned: the limiter slot and this task both last exactly as
+        long as the work does, which after a cancel is a few milliseconds. (The await is
+        cancellable, so the cancel reaches the token without a watcher task per call.)
+        """
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
+        done = threading.Event()
+
+        def run() -> Any:
+            try:
+                return work()
+            finally:
+                done.set()
+
+        async with self._limiter:
+            try:
+                return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                token.cancel()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(done.wait, CANCEL_GRACE)
+                raise
+
+
+def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:
+    """The paths a write names, as the audit log shows them: the stored spelling where valid, else as given."""
+    try:
+        named = tool.written_paths(args)
+    except ToolInputError:  # arguments too broken to make a path of
+        return []
+    paths = []
+    for _, path in named:
+        try:
+            paths.append(stored_path_of(path, incoming=True))
+        except InvalidPathError:
+            paths.append(path)
+    return paths
+
+
+ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+def _progress_reporter(report: ReportProgress, token: CancelToken) -> Progress:
+    """A progress function for worker threads: back to the event loop, and silent once cancelled."""
+    loop = anyio.lowlevel.current_token()
+
+    async def send(done: float, total: float | None, message: str) -> None:
+        if not token.cancelled:  # checked again on the loop: the cancel is set there too
+            await report(done, total, message)
+
+    def progress(done: float, total: float | None, message: str) -> None:
+        if not token.cancelled:
+            anyio.from_thread.run(send, done, total, message, token=loop)
+
+    return progress
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    return types.CallToolResult(content=content, is_error=True)
+
+
+def _check_nesting(arguments: dict[str, Any]) -> None:
+    """Refuse an argument nested deeper than :data:`MAX_ARGUMENT_DEPTH` before anything walks it."""
+    for name, value in arguments.items():
+        if nesting_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            raise ToolInputError(
+                f"Argument {valid_unicode(str(name))[:80]!r} nests arrays and objects more than {MAX_ARGUMENT_DEPTH} "
+                "levels deep; no argument of any tool goes near that. Nothing was sent."
+            )

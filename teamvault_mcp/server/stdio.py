@@ -1,0 +1,287 @@
+"""The stdio transport, with two guards: every request read gets an answer, every message written can be written.
+
+The SDK's stdio transport parses each line with pydantic, whose JSON parser stops at
+200 levels of nesting and at escapes of lone surrogates; it drops such a line with a
+debug log, and the host waits for an answer that never comes. :class:`AnswersEveryLine`
+reads a refused line again with Python's parser and passes the request on (or answers
+it with a JSON-RPC error under its id). And the SDK writes each message with
+``model_dump_json``, which raises on a lone surrogate or on deep nesting — in the task
+that writes stdout, ending the process. :class:`WritesOnlyWritable` makes such a
+message writable, or replaces it by an error, before it gets there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from teamvault_mcp.text.wire import is_valid_unicode, map_strings, nesting_depth, valid_unicode
+
+log = logging.getLogger(__name__)
+
+#: Deepest nesting of a message read when the SDK's own parser refuses it (it stops at 200 levels).
+MAX_MESSAGE_DEPTH = 512
+#: Deepest nesting of a message written after it had to be repaired (the SDK serialises up to about 250).
+MAX_WRITTEN_DEPTH = 200
+
+#: A JSON string (escapes included) or a bracket: enough to measure nesting without parsing.
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+async def serve_stdio(
+    server: Any,
+    options: Any,
+    stdin: Any = None,
+    stdout: Any = None,
+    *,
+    on_start: Callable[[anyio.CancelScope], None] | None = None,
+    on_end: Callable[[], None] | None = None,
+) -> None:
+    """Run ``server`` over stdin/stdout (or the given text streams, for tests) behind both guards.
+
+    ``on_start`` gets the scope that ends serving when cancelled; ``on_end`` runs once every
+    handler has ended — inside the transport, whose own end waits for a stdin read no signal wakes.
+    """
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        writes = WritesOnlyWritable(write_stream)
+        with anyio.CancelScope() as scope:
+            if on_start is not None:
+                on_start(scope)
+            await server.run(AnswersEveryLine(read_stream, writes), writes, options)
+        if on_end is not None:
+            on_end()
+
+
+class AnswersEveryLine:
+    """The stdio read stream, where each line the SDK could not read is read again or answered.
+
+    A line that is valid JSON after all (nested deeper than the SDK reads) is passed on as
+    the message it is, up to :data:`MAX_MESSAGE_DEPTH` levels; deeper, it is answered with
+    ``-32600`` under its id. Otherwise JSON-RPC 2.0 §5.1: ``-32700`` (id null) for invalid
+    JSON, ``-32600`` for JSON that is not a request. Blank lines are skipped silently.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write_stream = write_stream
+
+    @property
+    def last_context(self) -> Any:  # the dispatcher runs handlers in the sender's context
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            reread = second_reading(item)
+            if isinstance(reread, SessionMessage):
+                return reread
+            if reread is not None:
+                await self._write_stream.send(SessionMessage(reread))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> AnswersEveryLine:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnswersEveryLine:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def second_reading(error: Exception) -> SessionMessage | types.JSONRPCError | None:
+    """What a line the SDK refused with ``error`` is: a message after all, the error to answer, or nothing."""
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    line = problems[0].get("input") if problems else None
+    if isinstance(line, str) and not line.strip():
+        return None
+    if any(problem["type"] == "json_invalid" for problem in problems):
+        return _read_with_python(line) if isinstance(line, str) else _parse_error()
+    # The message is the input of the first problem, or of a later one when a member failed first.
+    message = next((p["input"] for p in problems if isinstance(p.get("input"), dict) and "id" in p["input"]), line)
+    return _not_a_message(message)
+
+
+def _read_with_python(line: str) -> SessionMessage | types.JSONRPCError:
+    depth = json_depth(line)
+    if depth > MAX_MESSAGE_DEPTH:
+        return _invalid_request(
+            _shallow_id(line),
+            f"Invalid Request: it nests arrays and objects {depth:,} levels deep; this server reads at most "
+            f"{MAX_MESSAGE_DEPTH}",
+        )
+    try:
+        value = json.loads(line, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return _parse_error()
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+    except ValidationError:
+        return _not_a_message(value)
+
+
+def json_depth(line: str) -> int:
+    """How deep arrays and objects nest in a JSON text, counted without parsing it (strings skipped)."""
+    depth = deepest = 0
+    for token in _TOKENS.finditer(line):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
+def _shallow_id(line: str) -> Any:
+    """The ``id`` of a JSON object too deep to parse: each nested member value is replaced by null first."""
+    pieces = []
+    depth = 0
+    kept_from = 0
+    for token in _TOKENS.finditer(line):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth == 2:
+                pieces.append(line[kept_from : token.start()] + "null")
+        elif bracket in ("]", "}"):
+            depth -= 1
+            if depth == 1:
+                kept_from = token.end()
+    if depth != 0:
+        return None
+    try:
+        shallow = json.loads("".join(pieces) + line[kept_from:])
+    except (ValueError, RecursionError):
+        return None
+    return shallow.get("id") if isinstance(shallow, dict) else None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_error() -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error")
+    )
+
+
+def _not_a_message(value: Any) -> types.JSONRPCError:
+    request_id = value.get("id") if isinstance(value, dict) else None
+    return _invalid_request(request_id, "Invalid Request: not a JSON-RPC 2.0 message")
+
+
+def _invalid_request(request_id: Any, message: str) -> types.JSONRPCError:
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        request_id = None
+    elif isinstance(request_id, str):
+        request_id = valid_unicode(request_id)
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
+    )
+
+
+class WritesOnlyWritable:
+    """The stdio write stream, which lets through only messages that can be written as JSON.
+
+    A message holding a lone surrogate (from a schema note, a progress message, an id) is
+    sent with U+FFFD instead; one nested too deeply becomes an error under its id (a
+    notification is dropped). Either is logged: it means a guard upstream missed it.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def send(self, item: SessionMessage) -> None:
+        if not writable(item.message):
+            repaired = _repaired(item.message)
+            if repaired is None:
+                return
+            item = SessionMessage(repaired, metadata=item.metadata)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> WritesOnlyWritable:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # anything else the SDK asks of its write stream
+        return getattr(self._inner, name)
+
+
+def writable(message: Any) -> bool:
+    """Whether ``model_dump_json`` can write ``message``: only valid Unicode, at most :data:`MAX_WRITTEN_DEPTH`
+    levels of nesting. A walk over its values, without writing it (that would cost as much as the write)."""
+    pending: list[tuple[Any, int]] = [(message, 0)]
+    while pending:
+        current, depth = pending.pop()
+        if isinstance(current, str):
+            if not is_valid_unicode(current):
+                return False
+            continue
+        if isinstance(current, BaseModel):
+            children: Any = vars(current).values()
+        elif isinstance(current, dict):
+            children = [*current.keys(), *current.values()]
+        elif isinstance(current, list | tuple):
+            children = current
+        else:
+            continue
+        if depth >= MAX_WRITTEN_DEPTH:
+            return False
+        pending.extend((child, depth + 1) for child in children if not isinstance(child, int | float | None))
+    return True
+
+
+def _repaired(message: Any) -> Any:
+    """``message`` with valid Unicode; an error under its id (None: nothing to send) when that is not enough."""
+    try:
+        data = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    except (PydanticSerializationError, ValueError):
+        data = {"id": getattr(message, "id", None), "method": getattr(message, "method", None)}
+    request_id = data.get("id")
+    if nesting_depth(data, MAX_WRITTEN_DEPTH) <= MAX_WRITTEN_DEPTH:
+        try:
+            repaired = types.jsonrpc_message_adapter.validate_python(map_strings(data, valid_unicode), by_name=False)
+            repaired.model_dump_json(by_alias=True, exclude_unset=True)
+        except (ValidationError, PydanticSerializationError, ValueError):
+            pass
+        else:
+            log.warning("a message to the host held text that is not valid Unicode; sent with U+FFFD instead")
+            return repaired
+    log.error("a message to the host could not be written as JSON (id %r); an error is sent instead", request_id)
+    if request_id is None or data.get("method") is not None:  # a notification or a request of ours: no answer
+        return None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=valid_unicode(request_id) if isinstance(request_id, str) else request_id,
+        error=types.ErrorData(
+            code=types.INTERNAL_ERROR,
+            message="Internal error: the answer could not be written as JSON. This is a bug in teamvault-mcp.",
+        ),
+    )

@@ -1,0 +1,4 @@
+"""Pure functions on text, no I/O: paths, markdown, diffs, edits, front matter, schemas, search.
+
+Nothing is imported here: ``ruamel.yaml`` and ``regex`` are loaded by the modules that need them.
+"""

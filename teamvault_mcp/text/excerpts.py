@@ -1,0 +1,124 @@
+"""The part of a note a read asks for: a section or a range of lines, cut at ``maxChars`` with a notice. Pure.
+
+A cut says so in the text itself, with the exact ``read_note`` call that reads on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from teamvault_mcp.errors import SectionNotFoundError, ToolInputError
+from teamvault_mcp.text.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
+
+#: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
+DEFAULT_EXCERPT_CHARS = 100_000
+
+#: Names listed in a "section not found" error (a level can have thousands).
+LISTED_NAMES = 50
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Lines ``start_line``..``end_line`` of a note (maybe fewer: cut at ``max_chars``)."""
+
+    path: str
+    text: str
+    start_line: int
+    end_line: int  # the last line shown
+    wanted_end: int  # the last line asked for
+    total_lines: int
+    max_chars: int
+    section: tuple[str, ...] = ()
+    partial_line: bool = False  # one line longer than max_chars: only its start is shown
+
+    @property
+    def truncated(self) -> bool:
+        return self.partial_line or self.end_line < self.wanted_end
+
+    def notice(self) -> str:
+        if self.partial_line:
+            return (
+                f"[Cut: line {self.start_line} alone is longer than maxChars={self.max_chars:,}; only its first "
+                f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.]"
+            )
+        return (
+            f"[Cut at maxChars={self.max_chars:,}: this is lines {self.start_line}–{self.end_line} of the "
+            f"{self.start_line}–{self.wanted_end} asked for. Read on with: read_note(path={json.dumps(self.path)}, "
+            f"startLine={self.end_line + 1}, endLine={self.wanted_end})]"
+        )
+
+    def text_with_notice(self) -> str:
+        if not self.truncated:
+            return self.text
+        separator = "" if self.text.endswith("\n") or not self.text else "\n"
+        return f"{self.text}{separator}\n{self.notice()}"
+
+    def as_json(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "path": self.path,
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "totalLines": self.total_lines,
+            "chars": len(self.text),
+            "truncated": self.truncated,
+        }
+        if self.section:
+            result["section"] = list(self.section)
+        if self.truncated and not self.partial_line:
+            result["next"] = {"startLine": self.end_line + 1, "endLine": self.wanted_end}
+        return result
+
+
+def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
+    """The part of ``text`` that ``section``, ``startLine``/``endLine`` and ``maxChars`` select."""
+    section = args.get("section")
+    has_lines = "startLine" in args or "endLine" in args
+    if section is not None and has_lines:
+        raise ToolInputError("Give either section or startLine/endLine, not both.")
+    max_chars = args.get("maxChars", DEFAULT_EXCERPT_CHARS)
+    if section is not None:
+        document = parse(text)
+        if not section:
+            raise ToolInputError("Argument 'section' must name at least one heading, e.g. [\"Chapter 1\"].")
+        heading = section_of(path, document, section)
+        return _cut(path, document.lines, heading.start_line, heading.end_line, max_chars, heading.path)
+    lines = split_lines(text)
+    first = args.get("startLine", 1)
+    last = args.get("endLine", max(len(lines), first))
+    if last < first:
+        raise ToolInputError(f"endLine ({last}) is before startLine ({first}).")
+    if first > len(lines) and lines:
+        raise ToolInputError(f"startLine {first} is past the end: {path} has {len(lines)} lines.")
+    return _cut(path, lines, first, min(last, len(lines)), max_chars, ())
+
+
+def section_of(path: str, document: Document, toc_path: list[str]) -> Heading:
+    try:
+        return find_section(document, toc_path)
+    except SectionNotFound as missing:
+        top_level = _listed([heading.name for heading in document.headings])
+        available = _listed(missing.available)
+        raise SectionNotFoundError(path, missing.found, missing.missing, available, top_level) from None
+
+
+def _listed(names: list[str]) -> list[str]:
+    """At most LISTED_NAMES names, the last one saying how many more there are."""
+    if len(names) <= LISTED_NAMES:
+        return names
+    return [*names[: LISTED_NAMES - 1], f"… {len(names) - LISTED_NAMES + 1:,} more"]
+
+
+def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, section: tuple[str, ...]) -> Excerpt:
+    shown: list[str] = []
+    used = 0
+    for line in lines[first - 1 : last]:
+        if used + len(line) > max_chars:
+            break
+        shown.append(line)
+        used += len(line)
+    if not shown and first <= last:  # the first line alone is too long: show its start
+        return Excerpt(path, lines[first - 1][:max_chars], first, first, last, len(lines), max_chars, section, True)
+    return Excerpt(path, "".join(shown), first, first + len(shown) - 1, last, len(lines), max_chars, section)

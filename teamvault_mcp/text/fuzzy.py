@@ -1,0 +1,133 @@
+"""Finding notes by path or name, forgiving typos and missing letters (``find_notes``). No I/O.
+
+A path is folded as searched text is (case and accents ignored, ``folding.py``) and
+compared by name, by the words of its folders, by letter triples and by the query's letters
+in order; each path's key is computed once per process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from teamvault_mcp.text.folding import fold
+
+
+@dataclass(frozen=True)
+class PathKey:
+    """A path as the searches compare it (``search.py`` asks for the folded path too)."""
+
+    folded: str  # the whole path, folded
+    name: str  # the file name without its extension, folded
+    compact: str  # the path folded, without separators
+    trigrams: frozenset[str]  # of the name
+    word_trigrams: tuple[frozenset[str], ...]  # of each word of the path (folders and name)
+    mask: int  # every word's trigrams as bits (see _bits): a quick first sieve
+
+
+_PATH_KEYS: dict[str, PathKey] = {}  # computed once per path; see find_paths for the bound
+
+
+def path_key(path: str) -> PathKey:
+    """The key of ``path``, made once per path (the memo is bounded by :func:`find_paths`)."""
+    key = _PATH_KEYS.get(path)
+    if key is None:
+        key = _PATH_KEYS[path] = _make_path_key(path)
+    return key
+
+
+def _make_path_key(path: str) -> PathKey:
+    folded = fold(path)
+    name = folded.rsplit("/", 1)[-1]
+    name = name.rsplit(".", 1)[0] if "." in name[1:] else name
+    words = [word for word in _SEPARATORS.split(folded.rsplit(".", 1)[0]) if word]
+    word_trigrams = tuple(_trigrams(word) for word in words)
+    return PathKey(
+        folded, name, _compact(folded), _trigrams(name), word_trigrams, _bits(frozenset().union(*word_trigrams))
+    )
+
+
+_TRIGRAM_BITS: dict[str, int] = {}  # each trigram ever seen gets a bit: shared trigrams become `a & b`
+
+
+def _bits(trigrams: frozenset[str]) -> int:
+    mask = 0
+    for gram in trigrams:
+        bit = _TRIGRAM_BITS.get(gram)
+        if bit is None:
+            bit = _TRIGRAM_BITS[gram] = len(_TRIGRAM_BITS)
+        mask |= 1 << bit
+    return mask
+
+
+_SEPARATORS = re.compile(r"[\s_\-./]+")
+
+
+def _compact(text: str) -> str:
+    return _SEPARATORS.sub("", text)
+
+
+def _trigrams(text: str) -> frozenset[str]:
+    padded = f"  {_compact(text)} "
+    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
+
+
+#: Paths whose spelling is compared in detail, after the quick sieve by shared letter triples.
+FUZZY_CANDIDATES = 300
+
+
+def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, float]]:
+    """Paths ranked by how well they answer ``query``: exact and partial names first, then typos."""
+    if len(_PATH_KEYS) > 200_000:  # a process that has seen very many paths starts its memo afresh
+        _PATH_KEYS.clear()
+        _TRIGRAM_BITS.clear()
+    wanted = " ".join(fold(query).split())
+    compact = _compact(wanted)
+    if not compact:
+        return []
+    words = wanted.split()
+    grams = _trigrams(wanted)
+    word_grams = [_trigrams(word) for word in words]
+    every_gram = _bits(frozenset().union(*word_grams))
+    scored: list[tuple[float, str]] = []
+    fuzzy: list[tuple[int, str]] = []
+    keys = _PATH_KEYS
+    for path in paths:  # the hot loop of find_notes: plain statements, no calls where a lookup will do
+        key = keys.get(path) or path_key(path)
+        if wanted in key.name:
+            scored.append((100 - min(20, len(key.name) - len(wanted)), path))
+        elif wanted in key.folded:
+            scored.append((85 - min(20, len(key.folded) - len(wanted)) / 2, path))
+        else:
+            for word in words:
+                if word not in key.folded:
+                    fuzzy.append(((every_gram & key.mask).bit_count(), path))
+                    break
+            else:
+                scored.append((75.0, path))
+    fuzzy.sort(key=lambda pair: -pair[0])
+    for _, path in fuzzy[:FUZZY_CANDIDATES]:  # spelling compared in detail only for the likeliest
+        key = path_key(path)
+        typos = sum(max((_dice(w, t) for t in key.word_trigrams), default=0.0) for w in word_grams) / len(words)
+        score = max(_subsequence(compact, key.compact), 70 * _dice(grams, key.trigrams), 70 * typos)
+        if score >= 30:
+            scored.append((score, path))
+    scored.sort(key=lambda pair: (-pair[0], len(pair[1]), pair[1]))
+    return [(path, round(score, 1)) for score, path in scored[:limit]]
+
+
+def _subsequence(wanted: str, text: str) -> float:
+    """50–65 when the letters of ``wanted`` occur in order in ``text`` (tighter is better), else 0."""
+    position = start = -1
+    for index, char in enumerate(wanted):
+        position = text.find(char, position + 1)
+        if position < 0:
+            return 0.0
+        if index == 0:
+            start = position
+    span = position - start + 1
+    return 50 + 15 * len(wanted) / span
+
+
+def _dice(one: frozenset[str], other: frozenset[str]) -> float:
+    return 2 * len(one & other) / (len(one) + len(other)) if one and other else 0.0

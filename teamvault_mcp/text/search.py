@@ -1,0 +1,344 @@
+"""Search inside notes: matching, ranking, snippets, breadcrumbs. No I/O.
+
+- ``text`` mode: every query word must be in the note (or its path); case and accents
+  are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). Lines holding more of
+  the words, whole words, headings and notes whose path names the words rank higher.
+- ``phrase`` mode: the words in this order, within one line.
+- ``regex`` mode: a regular expression from the safe subset (``regex_subset.py``),
+  matched line by line (the first 1,000 characters of each) on the ``regex`` package,
+  which lets other threads run while it matches. A line whose worst case is more than
+  about a million steps gets 0.2 s of CPU time; a slower one is skipped and counted
+  (see :class:`Matcher`).
+
+The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
+so a search repeated over an unchanged vault does no Unicode work at all. Finding notes by
+name is ``fuzzy.py``; folding text (case and accents) is ``folding.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from teamvault_mcp.text.folding import fold
+from teamvault_mcp.text.fuzzy import path_key
+from teamvault_mcp.text.markdown import Document, Heading, parse, split_lines
+from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
+
+SNIPPET_CHARS = 160
+HITS_PER_NOTE = 3
+#: CPU seconds one line may take to match. The regex package measures process CPU time (C ``clock()``), so
+#: under load a limit takes longer in wall time: a short one keeps that overrun small. Slower lines are skipped.
+REGEX_LINE_SECONDS = 0.2
+#: Text kept in memory for searching (raw + folded characters), least recently used first out.
+INDEX_CHARS = 256 * 1024 * 1024
+
+
+def words_of(query: str) -> list[str]:
+    """The folded words of a query, outer punctuation stripped (``"budget,"`` → ``budget``)."""
+    words = [word.strip(".,;:!?\"'()[]{}<>") for word in fold(query).split()]
+    return list(dict.fromkeys(word for word in words if word))
+
+
+# -- the in-memory index ----------------------------------------------------------------------------
+
+
+@dataclass
+class Indexed:
+    """One content, ready to search: its text and, computed when first needed, lines and outline."""
+
+    raw: str
+    folded: str
+    _lines: list[str] | None = None
+    _folded_lines: list[str] | None = None
+    _outline: Document | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = [line.rstrip("\r\n") for line in split_lines(self.raw)]
+        return self._lines
+
+    @property
+    def folded_lines(self) -> list[str]:
+        if self._folded_lines is None:  # folding never adds or removes a line break: the lines align
+            self._folded_lines = [line.rstrip("\r\n") for line in split_lines(self.folded)]
+        return self._folded_lines
+
+    @property
+    def outline(self) -> Document:
+        if self._outline is None:
+            self._outline = parse(self.raw)
+        return self._outline
+
+
+class SearchIndex:
+    """Folded note texts by content hash, bounded by total size; thread-safe."""
+
+    def __init__(self, max_chars: int = INDEX_CHARS) -> None:
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, Indexed] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, content_hash: str) -> Indexed | None:
+        with self._lock:
+            entry = self._entries.get(content_hash)
+            if entry is not None:
+                self._entries.move_to_end(content_hash)
+            return entry
+
+    def add(self, content_hash: str, text: str) -> Indexed:
+        entry = Indexed(text, fold(text))
+        with self._lock:
+            old = self._entries.pop(content_hash, None)
+            if old is not None:
+                self._chars -= len(old.raw) + len(old.folded)
+            self._entries[content_hash] = entry
+            self._chars += len(text) + len(entry.folded)
+            while self._chars > self.max_chars and len(self._entries) > 1:
+                _, dropped = self._entries.popitem(last=False)
+                self._chars -= len(dropped.raw) + len(dropped.folded)
+        return entry
+
+
+# -- searching notes ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    line: int
+    snippet: str
+    breadcrumb: str
+    toc_path: tuple[str, ...]
+    score: float
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "snippet": self.snippet,
+            "breadcrumb": self.breadcrumb,
+            "tocPath": list(self.toc_path),
+            "score": round(self.score, 2),
+        }
+
+
+class TimeUp(Exception):
+    """A search passed its deadline in the middle of a note."""
+
+
+@dataclass(frozen=True)
+class LineMatch:
+    """A matching line (0-based), its score and, for a regex, where the match starts. Hits are made of the
+    lines shown only."""
+
+    index: int
+    score: float
+    start: int = -1  # known for a regex match; a word's place is looked up when the hit is made
+
+
+class Matcher:
+    """One query: finds and scores the matching lines of a note, then makes hits of the best ones.
+
+    In regex mode, a line that takes longer than :data:`REGEX_LINE_SECONDS` to match is skipped;
+    ``slow_lines`` counts them by note path. A matcher serves one search, in one thread.
+    """
+
+    def __init__(self, query: str, mode: str) -> None:
+        self.mode = mode
+        self.words: list[str] = []
+        self.phrase = ""
+        self.regex: SafeRegex | None = None
+        self.slow_lines: dict[str, int] = {}
+        if mode == "regex":
+            self.regex = safe_regex(query)
+        elif mode == "phrase":
+            self.phrase = " ".join(fold(query).split())
+        else:
+            self.words = words_of(query)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.words or self.phrase or self.regex)
+
+    @property
+    def terms(self) -> list[str]:
+        """What is counted per note: the words, or the phrase as one term (none for a regex)."""
+        return self.words or ([self.phrase] if self.phrase else [])
+
+    def counts(self, path: str, entry: Indexed) -> list[int]:
+        """How often each term occurs in the note (its path counts once); the note matches if none is 0.
+
+        Runs on every note of a text or phrase search, so it only uses ``str.count``.
+        """
+        folded_path = path_key(path).folded
+        return [entry.folded.count(term) + (term in folded_path) for term in self.terms]
+
+    def lines(self, path: str, entry: Indexed, deadline: float | None = None) -> list[LineMatch]:
+        """The matching lines of a note, scored; [] when the note does not match.
+
+        Cheap on purpose: it runs on every note. A regex search checks ``deadline``
+        (monotonic) between lines and raises :class:`TimeUp`.
+        """
+        if self.regex is not None:
+            return self._regex_lines(path, entry, deadline)
+        if self.phrase:
+            if self.phrase not in entry.folded:
+                return []
+            return [
+                LineMatch(index, 10.0 + _heading_bonus(entry.lines[index]) + _early(index))
+                for index, folded in enumerate(entry.folded_lines)
+                if self.phrase in folded
+            ]
+        key = path_key(path)
+        if not all(word in entry.folded or word in key.folded for word in self.words):
+            return []
+        path_bonus = 2.0 * sum(1 for word in self.words if word in key.folded)
+        found = []
+        for index, folded in enumerate(entry.folded_lines):
+            present = [word for word in self.words if word in folded]
+            if present:
+                whole = sum(1 for word in present if _whole_word(folded, word))
+                score = 10.0 * len(present) / len(self.words) + whole + _heading_bonus(entry.lines[index])
+                found.append(LineMatch(index, score + path_bonus + _early(index)))
+        if not found:  # the words are in the path only: point at the top of the note
+            first = next((i for i, line in enumerate(entry.lines) if line.strip()), 0)
+            found.append(LineMatch(first, path_bonus))
+        return found
+
+    def _regex_lines(self, path: str, entry: Indexed, deadline: float | None) -> list[LineMatch]:
+        assert self.regex is not None
+        compiled, untimed = self.regex.compiled, self.regex.untimed_chars
+        found = []
+        for index, line in enumerate(entry.lines):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeUp()
+            if min(len(line), REGEX_LINE_CHARS) <= untimed:
+                match = compiled.search(line, 0, REGEX_LINE_CHARS)
+            else:
+                seconds = REGEX_LINE_SECONDS
+                if deadline is not None:
+                    seconds = min(seconds, deadline - time.monotonic())
+                if seconds <= 0:
+                    raise TimeUp()
+                try:
+                    match = compiled.search(line, 0, REGEX_LINE_CHARS, timeout=seconds)
+                except TimeoutError:
+                    if seconds < REGEX_LINE_SECONDS:
+                        raise TimeUp() from None  # the search's own time ran out, not the line's
+                    self.slow_lines[path] = self.slow_lines.get(path, 0) + 1
+                    continue
+            if match is not None:
+                found.append(LineMatch(index, 10.0 + _early(index), match.start()))
+        return found
+
+    def hit(self, path: str, entry: Indexed, match: LineMatch) -> Hit:
+        """The hit to show for a matching line: snippet around the match, breadcrumb, tocPath."""
+        line = entry.lines[match.index]
+        start = max(match.start, 0)
+        if self.regex is None:
+            folded = entry.folded_lines[match.index]
+            first = min(
+                (at for at in (folded.find(word) for word in self.words or [self.phrase]) if at >= 0), default=0
+            )
+            start = _raw_offset(line, first)
+        with entry.lock:  # the outline is built once, by whichever thread gets there first
+            chain = _sections_at(entry.outline.headings, match.index + 1)
+        breadcrumb = " > ".join(heading.title for heading in chain)
+        toc_path = chain[-1].path if chain else ()
+        return Hit(path, match.index + 1, snippet(line, start), breadcrumb, toc_path, match.score)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A note that matches, with its score as a whole."""
+
+    path: str
+    entry: Indexed
+    score: float
+    lines: list[LineMatch] | None = None  # known already for a regex search
+
+
+class BM25:
+    """Okapi BM25 over the notes searched: frequent terms help, less with each repeat; rare terms weigh more."""
+
+    K1, B = 1.2, 0.75
+
+    def __init__(self, notes: int, holding: list[int], average_chars: float) -> None:
+        """``holding[i]``: how many of the ``notes`` hold term ``i``."""
+        self.weights = [math.log(1 + (notes - held + 0.5) / (held + 0.5)) for held in holding]
+        self.average_chars = max(average_chars, 1.0)
+
+    def score(self, counts: list[int], note_chars: int) -> float:
+        norm = self.K1 * (1 - self.B + self.B * note_chars / self.average_chars)
+        return sum(w * c * (self.K1 + 1) / (c + norm) for w, c in zip(self.weights, counts, strict=True))
+
+
+def rank(candidates: list[Candidate], matcher: Matcher, limit: int) -> tuple[list[Hit], int]:
+    """The hits to show — notes best first, at most 3 lines from each — and how many notes they come from."""
+    shown: list[Hit] = []
+    notes = 0
+    for candidate in sorted(candidates, key=lambda c: (-c.score, c.path)):
+        matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, candidate.entry)
+        best = sorted(matches, key=lambda match: (-match.score, match.index))[:HITS_PER_NOTE]
+        shown.extend(matcher.hit(candidate.path, candidate.entry, match) for match in best)
+        notes += 1
+        if len(shown) >= limit:
+            break
+    return shown[:limit], notes
+
+
+def snippet(line: str, start: int, width: int = SNIPPET_CHARS) -> str:
+    """The line around ``start``, at most ``width`` characters, never past the line's ends."""
+    line = line.strip("\t ") if len(line) <= width else line
+    if len(line) <= width:
+        return line
+    begin = max(0, min(start - width // 3, len(line) - width))
+    cut = line[begin : begin + width]
+    return ("…" if begin else "") + cut + ("…" if begin + width < len(line) else "")
+
+
+def _raw_offset(line: str, folded_offset: int) -> int:
+    """Where a position in the folded line falls in the raw one (folding can change lengths)."""
+    if folded_offset <= 0:
+        return 0
+    length = 0
+    for index, char in enumerate(line):
+        length += len(fold(char))
+        if length > folded_offset:
+            return index
+    return len(line)
+
+
+def _heading_bonus(line: str) -> float:
+    return 3.0 if line.lstrip(" ").startswith("#") else 0.0
+
+
+def _early(index: int) -> float:
+    """A little for being near the top of the note."""
+    return 1.0 / (1 + index / 50)
+
+
+def _whole_word(folded: str, word: str) -> bool:
+    """Whether the first occurrence of ``word`` stands alone (no letter or digit right before or after)."""
+    at = folded.find(word)
+    end = at + len(word)
+    return (at == 0 or not folded[at - 1].isalnum()) and (end == len(folded) or not folded[end].isalnum())
+
+
+def _sections_at(headings: list[Heading], line: int) -> list[Heading]:
+    """The chain of sections that contain ``line``, outermost first."""
+    chain: list[Heading] = []
+    level = headings
+    while True:
+        inside = next((h for h in level if h.start_line <= line <= h.end_line), None)
+        if inside is None:
+            return chain
+        chain.append(inside)
+        level = inside.children

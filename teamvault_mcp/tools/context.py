@@ -1,0 +1,144 @@
+"""What a tool handler works with: the call's context in, a :class:`ToolOutput` out.
+
+Handlers are plain blocking functions ``handler(ctx, args) -> ToolOutput`` that raise
+:class:`~teamvault_mcp.errors.TeamVaultError` on failure. Each tool family
+(``notes.py``, ``reading.py``, ``search.py``, ``frontmatter.py``, ``history.py``,
+``schemas.py``) declares its tools next to its handlers; ``server/runner.py`` runs them in
+worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from teamvault_mcp.errors import CallCancelledError, EditFailedError, NoProjectError, NoteNotFoundError, NotTextError
+from teamvault_mcp.text.frontmatter import FrontMatterError
+from teamvault_mcp.text.paths import stored_path_of
+
+if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
+    from teamvault_mcp.text.search import SearchIndex
+    from teamvault_mcp.tools.registry import SchemaRegistry
+    from teamvault_mcp.vault.cache import ContentCache
+    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.retry import Budget
+
+#: Reports progress to the host, if it asked for it: (done, total, message).
+Progress = Callable[[float, float | None, str], None]
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool's result: the text the model reads, the same data as structured content, and whether it failed."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+@dataclass
+class ToolContext:
+    """What a handler needs: the call's client and default project, and for searching, the call's
+    budget and cancel token, the content cache, the in-memory search index and a progress reporter."""
+
+    client: TeamVaultClient
+    default_project_id: str | None
+    budget: Budget | None = None
+    token: CancelToken | None = None
+    cache_for: Callable[[str], ContentCache | None] | None = None
+    index: SearchIndex | None = None
+    progress: Progress | None = None
+    #: The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured).
+    schemas: SchemaRegistry | None = None
+    #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified.
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def project(self, args: Mapping[str, Any]) -> str:
+        project_id = args.get("projectId") or self.default_project_id
+        if not project_id:
+            raise NoProjectError()
+        return str(project_id)
+
+    def existing(self, project_id: str, path: str) -> tuple[str, VaultFile]:
+        """The stored form of ``path`` and the live file there; :class:`NoteNotFoundError` if none."""
+        stored = stored_path_of(path)
+        file = self.client.find_file(project_id, stored)
+        if file is None:
+            raise NoteNotFoundError(stored)
+        return stored, file
+
+    def note(self, project_id: str, path: str) -> Note:
+        """The text note at ``path`` (not an image): its bytes from the content cache when it holds the
+        ``contentHash`` the path resolved to, downloaded (and cached) otherwise. One request for an
+        unchanged note, two for a changed or unseen one."""
+        stored, file = self.existing(project_id, path)
+        if file.file_type != "TEXT":
+            raise NotTextError(stored, file.mime_type or file.file_type)
+        cache = self.cache_for(project_id) if self.cache_for is not None else None
+        if cache is not None and file.content_hash:
+            data = cache.get(file.content_hash, file.size)
+            if data is not None:
+                return Note(stored, file, data)
+        data = self.client.download(project_id, file.id)
+        self.remember(project_id, data)
+        return Note(stored, file, data)
+
+    def yaml_check(self, path: str) -> Callable[[], None]:
+        """Stops reading or changing the YAML of ``path`` when the call is cancelled or its budget has run out:
+        parsing is CPU work that no request's time limit covers."""
+
+        def check() -> None:
+            if self.token is not None and self.token.cancelled:
+                raise CallCancelledError()
+            if self.budget is not None and self.budget.remaining() <= 0:
+                raise FrontMatterError(
+                    f"The front matter of {path} took longer to read than this call's {self.budget.seconds:g} s "
+                    "budget, so it was stopped; nothing was written. Read the note with read_note instead."
+                )
+
+        return check
+
+    def remember(self, project_id: str, data: bytes) -> None:
+        """Keep a note's bytes in the content cache (a read or a write just saw them)."""
+        cache = self.cache_for(project_id) if self.cache_for is not None else None
+        if cache is not None:
+            cache.put(sha256_hex(data), data)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A downloaded text note: its stored path, its file record and its bytes."""
+
+    path: str
+    file: VaultFile
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+    def editable_text(self, what: str) -> str:
+        """The note's text for a change that must keep every other byte: :class:`EditFailedError` if not UTF-8."""
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EditFailedError(f"{self.path} is not valid UTF-8 text; {what} cannot be changed safely.") from None
+
+    @property
+    def content_hash(self) -> str:
+        """The SHA-256 of exactly the bytes read: what ``expectedHash`` compares against."""
+        return sha256_hex(self.data)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def json_output(value: Any, *, key: str | None = None, compact: bool = False) -> ToolOutput:
+    """``value`` as JSON text, and as structured content (under ``key`` when it is a list)."""
+    text = json.dumps(value, ensure_ascii=False, indent=None if compact else 2)
+    return ToolOutput(text, {key: value} if key is not None else value)

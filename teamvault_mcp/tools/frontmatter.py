@@ -1,0 +1,130 @@
+"""The front-matter tools: read_frontmatter and update_frontmatter, a note's YAML properties by field.
+
+The YAML is read and changed by ``text/frontmatter.py`` (only the fields named change; the
+rest keeps its exact text); a change is written like any edit (``no_lost_updates.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.text import frontmatter
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.no_lost_updates import rewrite, rewritten_schema
+from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, object_schema
+from teamvault_mcp.tools.writes import expect
+
+
+def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    note = ctx.note(project_id, args["path"])
+    fields, parts = frontmatter.read(note.text, note.path, check=ctx.yaml_check(note.path))
+    result: dict[str, Any] = {
+        "path": note.path,
+        "frontmatter": fields,
+        "hasFrontmatter": parts.present,
+        "contentHash": note.content_hash,
+    }
+    if parts.unclosed:
+        result["note"] = (
+            "The note starts with a --- line that no later --- line closes: to Obsidian that is not front matter."
+        )
+    return json_output(result)
+
+
+def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    changes: dict[str, Any] = args.get("set") or {}
+    remove: list[str] = args.get("remove") or []
+    if not changes and not remove:
+        raise ToolInputError("Give set (fields to write), remove (field names to drop), or both.")
+    both = sorted(set(changes) & set(remove))
+    if both:
+        raise ToolInputError(f"A field cannot be both set and removed: {', '.join(both)}.")
+    note = ctx.note(project_id, args["path"])
+    expected = args.get("expectedHash")
+    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
+    original = note.editable_text("its front matter")
+    check = ctx.yaml_check(note.path)
+    current, _ = frontmatter.read(original, note.path, check=check)
+    changed = frontmatter.update(original, changes, remove, note.path, check=check)
+    after, _ = frontmatter.read(changed, note.path, check=check)
+    absent = [name for name in remove if name not in current]
+    extra: dict[str, Any] = {"frontmatter": after}
+    if absent:
+        extra["absent"] = absent  # asked to remove, but not there: nothing to do for them
+    return rewrite(
+        ctx,
+        project_id,
+        note,
+        changed,
+        dry_run=bool(args.get("dryRun")),
+        edits="these changes",
+        done="Updated the front matter of",
+        change=lambda text: frontmatter.update(text, changes, remove, note.path, check=check),
+        expected=expected,
+        extra=extra,
+    )
+
+
+# -- the tools ----------------------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="read_frontmatter",
+        title="Read front matter",
+        description=(
+            "Return a note's YAML front matter (the properties between the --- lines at its top) as a JSON "
+            "object, with the note's contentHash: {} when it has none. Dates come as 'YYYY-MM-DD' text. Invalid "
+            "YAML is an error naming the line. Change fields with update_frontmatter, not by editing the YAML."
+        ),
+        params=(NOTE_PATH,),
+        handler=read_frontmatter,
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "frontmatter": {"type": "object"},
+                "hasFrontmatter": {"type": "boolean"},
+                "contentHash": STRING,
+                "note": STRING,
+            },
+            ["path", "frontmatter", "hasFrontmatter", "contentHash"],
+        ),
+    ),
+    Tool(
+        name="update_frontmatter",
+        title="Update front matter",
+        description=(
+            "Change a note's front matter by field, without touching its YAML by hand: set writes each given "
+            "field whole (a nested object or list replaces the old value; it does not merge into it), remove "
+            "drops fields. Other fields keep their exact text, order and comments, and the body stays byte for "
+            "byte; a note without front matter gets a block. Dates go in as 'YYYY-MM-DD'. Returns the diff, the "
+            "new front matter and contentHash; dryRun writes nothing. Pass the contentHash you read as "
+            "expectedHash to be safe from concurrent edits."
+        ),
+        params=(
+            NOTE_PATH,
+            Param(
+                "set",
+                'Fields to write, e.g. {"status": "done", "tags": ["project", "q3"], "due": "2026-12-01"}; '
+                "null writes an empty field.",
+                kind="fields",
+                required=False,
+            ),
+            Param("remove", "Names of top-level fields to drop, e.g. ['draft'].", kind="keys", required=False),
+            Param("dryRun", "true: show the diff, write nothing.", kind="flag", required=False),
+            EXPECTED_HASH,
+        ),
+        handler=update_frontmatter,
+        writes=True,
+        path_params=("path",),
+        destructive=True,  # changes content (the server keeps the old content as a version)
+        idempotent=True,  # the same fields set again leave the same note
+        output_schema=rewritten_schema(
+            {"frontmatter": {"type": "object"}, "absent": {"type": "array", "items": STRING}}, required=("frontmatter",)
+        ),
+    ),
+)

@@ -1,0 +1,208 @@
+"""The version-history tools: list, read, diff and restore versions of a note.
+
+The server keeps a version per distinct content of every note (docs/teamvault-api.md §4).
+A version is named by its number (``3``) or its id. Restoring writes that version's
+bytes as a new version, through the same idempotent and settled write as any edit:
+nothing is ever lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from teamvault_mcp.errors import NotTextError, TeamVaultError
+from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.no_lost_updates import Mode, add_story, write_content
+from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, list_schema, object_schema
+from teamvault_mcp.tools.writes import expect
+
+
+def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    _, file = ctx.existing(project_id, args["path"])
+    return json_output(_versions(ctx, project_id, file.id), key="versions")
+
+
+def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    path, file = ctx.existing(project_id, args["path"])
+    version = _version(_versions(ctx, project_id, file.id), args["version"], path)
+    text = _version_text(ctx, project_id, file, version, path)
+    return ToolOutput(text, {"path": path, "version": _summary(version)})
+
+
+def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    path, file = ctx.existing(project_id, args["path"])
+    versions = _versions(ctx, project_id, file.id)
+    old = _version(versions, args["from"], path)
+    old_text = _version_text(ctx, project_id, file, old, path)
+    if "to" in args:
+        new = _version(versions, args["to"], path)
+        new_text = _version_text(ctx, project_id, file, new, path)
+        to_label, to_json = f"version {new.get('versionNumber')}", _summary(new)
+    else:
+        data = ctx.client.download(project_id, file.id)
+        new_text = data.decode("utf-8", errors="replace")
+        to_label, to_json = "the current content", {"current": True, "contentHash": sha256_hex(data)}
+    from_label = f"version {old.get('versionNumber')}"
+    diff = unified_diff(old_text, new_text, before=f"{path} ({from_label})", after=f"{path} ({to_label})")
+    result = {"path": path, "from": _summary(old), "to": to_json, "changed": bool(diff), "diff": diff}
+    headline = f"{path}: from {from_label} to {to_label}" + ("" if diff else ": no differences.")
+    return ToolOutput(f"{headline}\n{diff}" if diff else headline, result)
+
+
+def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    note = ctx.note(project_id, args["path"])
+    expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
+    version = _version(_versions(ctx, project_id, note.file.id), args["version"], note.path)
+    data = ctx.client.download_version(project_id, note.file.id, str(version["id"]))
+    restored_hash = sha256_hex(data)
+    text = data.decode("utf-8", errors="replace")
+    diff = unified_diff(
+        note.text, text, before=f"{note.path} (now)", after=f"{note.path} (version {version.get('versionNumber')})"
+    )
+    result: dict[str, Any] = {
+        "path": note.path,
+        "restoredVersion": _summary(version),
+        "previousHash": note.content_hash,
+        "contentHash": restored_hash,
+    }
+    ctx.facts.update(hashBefore=note.content_hash, hashAfter=restored_hash)
+    if restored_hash == note.content_hash:
+        ctx.facts["noop"] = True
+        result["action"] = "unchanged"
+        return ToolOutput(
+            f"{note.path} already has the content of version {version.get('versionNumber')}: nothing was written.",
+            result,
+        )
+    expected = args.get("expectedHash")
+    mode: Mode = "strict" if expected is not None else "replace"
+    written = write_content(ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, expected=expected)
+    result["action"] = "restored"
+    add_story(ctx, result, written)
+    headline = (
+        f"Restored {note.path} to the content of version {version.get('versionNumber')} as a new version "
+        f"(contentHash {restored_hash}); the content it replaces stays in the history."
+    )
+    story = "".join(f" {sentence}" for sentence in written.notes())
+    return ToolOutput(f"{headline}{story}\n{diff}", result)
+
+
+def _versions(ctx: ToolContext, project_id: str, file_id: str) -> list[dict[str, Any]]:
+    versions = ctx.client.list_versions(project_id, file_id)
+    if all(isinstance(v.get("versionNumber"), int) for v in versions):
+        versions.sort(key=lambda v: v["versionNumber"], reverse=True)  # newest first, whatever the server did
+    return versions
+
+
+def _version(versions: list[dict[str, Any]], wanted: int | str, path: str) -> dict[str, Any]:
+    """The version ``wanted`` names: a number, or an id (a string of digits is tried as both)."""
+    for version in versions:
+        if version.get("id") == wanted or version.get("versionNumber") == wanted:
+            return version
+    if isinstance(wanted, str) and wanted.isdigit():
+        return _version(versions, int(wanted), path)
+    numbers = sorted((v["versionNumber"] for v in versions if isinstance(v.get("versionNumber"), int)), reverse=True)
+    known = f"it has versions {', '.join(map(str, numbers[:30]))}" if numbers else "it has no versions"
+    raise TeamVaultError(f"Version {wanted} of {path} not found: {known}. Call list_note_versions to see them.")
+
+
+def _version_text(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> str:
+    if file.file_type != "TEXT":
+        raise NotTextError(path, file.mime_type or file.file_type)
+    return ctx.client.download_version(project_id, file.id, str(version["id"])).decode("utf-8", errors="replace")
+
+
+def _summary(version: dict[str, Any]) -> dict[str, Any]:
+    return {key: version.get(key) for key in ("id", "versionNumber", "contentHash", "createdAt")}
+
+
+# -- the tools ----------------------------------------------------------------------------------------
+
+VERSION_HELP = "A version number (1 is the first) or a version id, from list_note_versions."
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="list_note_versions",
+        title="List note versions",
+        description=(
+            "List the saved version history of a note, newest first: id, versionNumber, contentHash, message, "
+            "createdAt and the author where the server reports them. The server records a version on every "
+            "change of content made through the API or the Obsidian plugin."
+        ),
+        params=(NOTE_PATH,),
+        handler=list_note_versions,
+        output_schema=list_schema("versions", {"type": "object"}),
+    ),
+    Tool(
+        name="read_note_version",
+        title="Read note version",
+        description=(
+            "Return the text of one saved version of a note, exactly as it was (the version's contentHash is "
+            "that of these bytes). Name the version by number or id, as list_note_versions gives them."
+        ),
+        params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version")),
+        handler=read_note_version,
+    ),
+    Tool(
+        name="diff_note_versions",
+        title="Diff note versions",
+        description=(
+            "Show what changed in a note between two saved versions, as a unified diff; without 'to', between "
+            "the version 'from' and the note's current content. Use it to review what an agent or a colleague "
+            "changed before restoring anything."
+        ),
+        params=(
+            NOTE_PATH,
+            Param("from", f"The older version. {VERSION_HELP}", kind="version"),
+            Param(
+                "to",
+                f"The newer version (default: the current content). {VERSION_HELP}",
+                kind="version",
+                required=False,
+            ),
+        ),
+        handler=diff_note_versions,
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "from": {"type": "object"},
+                "to": {"type": "object"},
+                "changed": {"type": "boolean"},
+                "diff": STRING,
+            },
+            ["path", "from", "to", "changed", "diff"],
+        ),
+    ),
+    Tool(
+        name="restore_note_version",
+        title="Restore note version",
+        description=(
+            "Bring back the content a note had in one saved version, by writing it as a new version: nothing "
+            "is lost, and the content it replaces stays in the history. Returns the diff from the current "
+            "content to the restored one and the new contentHash."
+        ),
+        params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version"), EXPECTED_HASH),
+        handler=restore_note_version,
+        writes=True,
+        path_params=("path",),
+        destructive=False,  # the replaced content stays in the history
+        idempotent=True,  # restoring the same version again changes nothing
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "action": {"type": "string", "enum": ["restored", "unchanged"]},
+                "restoredVersion": {"type": "object"},
+                "previousHash": STRING,
+                "contentHash": STRING,
+                "verified": {"type": "boolean"},
+            },
+            ["path", "action", "restoredVersion", "contentHash"],
+        ),
+    ),
+)

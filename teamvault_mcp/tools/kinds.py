@@ -1,0 +1,374 @@
+"""The kinds of tool arguments: one table, :data:`KINDS`, gives each kind its JSON schema, its check, how a
+command line's ``key=value`` reads as one (``teamvault-mcp call``) and the example ``call --help`` shows.
+
+A :class:`Param` names its kind; nothing else codes the vocabulary. The fields of a schema note have types of
+their own (``text/schemas.py`` checks them); :data:`FIELD_READERS` says how a command line reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from teamvault_mcp.errors import ToolInputError
+
+#: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
+MAX_CONTENT_BYTES = 5 * 1024 * 1024
+MAX_PATH_CHARS = 4096
+MAX_ID_CHARS = 256
+MAX_BATCH = 20
+MAX_EDITS = 100
+MAX_KEYS = 100
+EDIT_FIELDS = {"oldText": "string", "newText": "string", "replaceAll": "boolean"}
+
+Kind = Literal[
+    "path",
+    "content",
+    "id",
+    "prefix",
+    "cursor",
+    "query",
+    "toc",
+    "paths",
+    "count",
+    "flag",
+    "hash",
+    "choice",
+    "version",
+    "edits",
+    "fields",
+    "keys",
+]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument of a tool: its JSON schema, its check and its command-line reading come from ``kind``."""
+
+    name: str
+    description: str
+    kind: Kind = "path"
+    required: bool = True
+    minimum: int = 1
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+
+    def schema(self) -> dict[str, Any]:
+        return {"description": self.description, **KINDS[self.kind].schema(self)}
+
+    def check(self, value: Any) -> Any:
+        """The value if it is acceptable; a :class:`ToolInputError` saying what is wrong otherwise."""
+        return KINDS[self.kind].check(self, value)
+
+    def read(self, text: str) -> Any:
+        """The value a command line's ``name=text`` gives this argument (its check judges it afterwards)."""
+        return KINDS[self.kind].read(self.name, text)
+
+
+# -- the kinds of arguments -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Strings:
+    """What one string of an argument may be: not blank, at most so many characters, at most 5 MiB of UTF-8."""
+
+    nonempty: bool = False
+    max_chars: int | None = MAX_PATH_CHARS
+    content: bool = False  # counted in bytes against MAX_CONTENT_BYTES instead of characters
+
+
+NAME = Strings()
+NONEMPTY = Strings(nonempty=True)
+CONTENT = Strings(max_chars=None, content=True)
+
+
+def check_string(param: Param, value: Any, what: str, rule: Strings) -> str:
+    """``value`` if it is a string that keeps ``rule``; a :class:`ToolInputError` naming ``what`` otherwise."""
+    if not isinstance(value, str):
+        raise ToolInputError(f"{what} must be a string, got {json_type(value)}. {param.description}")
+    if rule.nonempty and not value.strip():
+        raise ToolInputError(f"{what} must not be empty. {param.description}")
+    if rule.max_chars is not None and len(value) > rule.max_chars:
+        raise ToolInputError(f"{what} is {len(value)} characters long; the limit is {rule.max_chars}.")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ToolInputError(f"{what} is not valid Unicode text (a lone surrogate at character {exc.start}).") from None
+    if rule.content and size > MAX_CONTENT_BYTES:
+        raise ToolInputError(
+            f"{what} is {size:,} bytes; notes written through this tool are limited to "
+            f"{MAX_CONTENT_BYTES:,} bytes (UTF-8). Nothing was written; split the text into several notes."
+        )
+    return value
+
+
+def _argument(param: Param) -> str:
+    return f"Argument '{param.name}'"
+
+
+def _check_hash(param: Param, value: Any) -> str:
+    text = check_string(param, value, _argument(param), NONEMPTY)
+    if not (len(text) == 64 and all(ch in "0123456789abcdefABCDEF" for ch in text)):
+        raise ToolInputError(
+            f"{_argument(param)} must be a contentHash: 64 hexadecimal digits, as a read result gives it."
+        )
+    return text
+
+
+def _check_choice(param: Param, value: Any) -> str:
+    text = check_string(param, value, _argument(param), NAME)
+    if text not in param.choices:
+        raise ToolInputError(f"{_argument(param)} must be one of {', '.join(param.choices)}, not {text!r}.")
+    return text
+
+
+def _count_schema(param: Param) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer", "minimum": param.minimum}
+    if param.maximum is not None:
+        schema["maximum"] = param.maximum
+    return schema
+
+
+def _check_count(param: Param, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolInputError(f"Argument '{param.name}' must be an integer, got {json_type(value)}.")
+    if value < param.minimum or (param.maximum is not None and value > param.maximum):
+        upper = f" and at most {param.maximum:,}" if param.maximum is not None else ""
+        raise ToolInputError(f"Argument '{param.name}' must be at least {param.minimum}{upper}, not {value}.")
+    return value
+
+
+def _check_flag(param: Param, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ToolInputError(f"{_argument(param)} must be true or false, got {json_type(value)}.")
+    return value
+
+
+def _check_version(param: Param, value: Any) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, str) and value:
+        return value
+    raise ToolInputError(f"{_argument(param)} must be a version number (1, 2, …) or a version id. {param.description}")
+
+
+def _check_keys(param: Param, value: Any) -> list[str]:
+    items: list[str] = _KEY_LIST.check(param, value)
+    if any(not item.strip() for item in items):
+        raise ToolInputError(f"Argument '{param.name}' holds an empty name.")
+    return items
+
+
+def _edits_schema(param: Param) -> dict[str, Any]:
+    properties = {name: {"type": kind} for name, kind in EDIT_FIELDS.items()}
+    item = {"type": "object", "properties": properties, "required": ["oldText", "newText"]}
+    return {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_EDITS}
+
+
+def _check_edits(param: Param, value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_EDITS:
+        raise ToolInputError(
+            f"Argument '{param.name}' must be an array of 1 to {MAX_EDITS} edits "
+            '{"oldText": …, "newText": …, "replaceAll"?: true}.'
+        )
+    for number, edit in enumerate(value, start=1):
+        if not isinstance(edit, dict):
+            raise ToolInputError(f"Edit {number} must be an object with oldText and newText.")
+        unknown = sorted(set(edit) - set(EDIT_FIELDS))
+        if unknown:
+            raise ToolInputError(
+                f"Edit {number} has unknown fields {', '.join(unknown)}; use oldText, newText, replaceAll."
+            )
+        for field_name, kind in EDIT_FIELDS.items():
+            if field_name not in edit:
+                if field_name != "replaceAll":
+                    raise ToolInputError(f"Edit {number} has no {field_name}.")
+            elif kind == "string" and not isinstance(edit[field_name], str):
+                raise ToolInputError(f"Edit {number}: {field_name} must be a string.")
+            elif kind == "boolean" and not isinstance(edit[field_name], bool):
+                raise ToolInputError(f"Edit {number}: replaceAll must be true or false.")
+        check_string(param, edit["oldText"], f"Edit {number}: oldText", CONTENT)
+        check_string(param, edit["newText"], f"Edit {number}: newText", CONTENT)
+    return value
+
+
+def _check_fields(param: Param, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ToolInputError(
+            f"Argument '{param.name}' must be an object of names and values, got {json_type(value)}. "
+            f"{param.description}"
+        )
+    if len(value) > MAX_KEYS:
+        raise ToolInputError(f"Argument '{param.name}' has {len(value)} names; the limit is {MAX_KEYS}.")
+    for name, item in value.items():
+        if not name.strip():
+            raise ToolInputError(f"Argument '{param.name}' holds an empty name.")
+        check_string(param, name, f"The name {name[:40]!r} in '{param.name}'", CONTENT)
+        check_string(param, json.dumps(item, ensure_ascii=False), f"The value of {name!r}", CONTENT)
+    return value
+
+
+# How a command line's text becomes a value (``teamvault-mcp call key=value``): text stays text; numbers,
+# true/false and JSON are converted for the arguments that take them. A value that does not convert stays text,
+# and the tool's own check says what is wrong with it.
+
+
+def read_text(name: str, text: str) -> Any:
+    return text
+
+
+def read_flag(name: str, text: str) -> Any:
+    return text.lower() == "true" if text.lower() in ("true", "false") else text
+
+
+def read_integer(name: str, text: str) -> Any:
+    return int(text) if text.isdigit() else text
+
+
+def read_number(name: str, text: str) -> Any:
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+
+
+def read_json(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f"{name} takes JSON, e.g. {name}='[\"...\"]'") from None
+
+
+def read_json_array(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f"{name} takes a JSON array, e.g. {name}='[\"...\"]'") from None
+
+
+def read_json_object(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f'{name} takes a JSON object, e.g. {name}=\'{{"status": "done"}}\'') from None
+
+
+Reader = Callable[[str, str], Any]
+
+
+@dataclass(frozen=True)
+class ArgumentKind:
+    """One row of :data:`KINDS`: the JSON schema of an argument of this kind (after its description), its check,
+    how a command line's text reads as one, and the example value ``call --help`` shows (as typed in a shell)."""
+
+    schema: Callable[[Param], dict[str, Any]]
+    check: Callable[[Param, Any], Any]
+    read: Reader = read_text
+    example: str | None = None
+
+
+def _string_kind(
+    rule: Strings, *, min_length: bool = False, max_length: int | None = None, example: str | None = None
+) -> ArgumentKind:
+    def schema(param: Param) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        if min_length:
+            schema["minLength"] = 1
+        if max_length is not None:
+            schema["maxLength"] = max_length
+        return schema
+
+    return ArgumentKind(
+        schema, lambda param, value: check_string(param, value, _argument(param), rule), example=example
+    )
+
+
+def _list_kind(
+    rule: Strings, *, at_most: int | None = None, counted: str = "", example: str | None = None
+) -> ArgumentKind:
+    """An array of strings that keep ``rule``; with ``at_most``, 1 to that many (``counted`` names them)."""
+
+    def schema(param: Param) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+        if at_most is not None:
+            schema.update(minItems=1, maxItems=at_most)
+        return schema
+
+    def check(param: Param, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise ToolInputError(
+                f"Argument '{param.name}' must be an array of strings, got {json_type(value)}. {param.description}"
+            )
+        if at_most is not None and not 1 <= len(value) <= at_most:
+            raise ToolInputError(f"Argument '{param.name}' must hold 1 to {at_most} {counted}, not {len(value)}.")
+        return [check_string(param, item, f"Item {index} of '{param.name}'", rule) for index, item in enumerate(value)]
+
+    return ArgumentKind(schema, check, read_json_array, example)
+
+
+_KEY_LIST = _list_kind(NAME, at_most=MAX_KEYS, counted="names")
+
+#: Every kind of argument a tool can take: strings (``path`` and ``id`` non-empty, ``content`` up to 5 MiB,
+#: ``hash`` 64 hex digits, ``choice`` one of ``choices``), arrays (``toc`` heading names, ``paths`` 1–20 paths,
+#: ``edits`` 1–100 ``{oldText, newText, replaceAll?}``, ``keys`` 1–100 names), ``count`` (an integer from
+#: ``minimum`` to ``maximum``), ``version`` (a number or an id), ``flag`` (a boolean), ``fields`` (an object of
+#: at most 100 names and any JSON values).
+KINDS: dict[Kind, ArgumentKind] = {
+    "path": _string_kind(NONEMPTY, min_length=True, example="inbox/todo.md"),
+    "id": _string_kind(Strings(nonempty=True, max_chars=MAX_ID_CHARS), min_length=True),
+    "cursor": _string_kind(NONEMPTY, min_length=True),
+    "query": _string_kind(NONEMPTY, min_length=True, example="'travel budget'"),
+    "prefix": _string_kind(NAME),
+    "content": _string_kind(CONTENT, max_length=MAX_CONTENT_BYTES),
+    "hash": ArgumentKind(lambda param: {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}, _check_hash),
+    "choice": ArgumentKind(lambda param: {"type": "string", "enum": list(param.choices)}, _check_choice),
+    "count": ArgumentKind(_count_schema, _check_count, read_integer, "5"),
+    "flag": ArgumentKind(lambda param: {"type": "boolean"}, _check_flag, read_flag, "true"),
+    "version": ArgumentKind(
+        lambda param: {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]},
+        _check_version,
+        read_integer,
+    ),
+    "toc": _list_kind(NAME, example="'[\"Tasks\"]'"),
+    "paths": _list_kind(NONEMPTY, at_most=MAX_BATCH, counted="paths"),
+    "keys": ArgumentKind(_KEY_LIST.schema, _check_keys, read_json_array),
+    "edits": ArgumentKind(
+        _edits_schema, _check_edits, read_json_array, '\'[{"oldText": "- [ ] call", "newText": "- [x] call"}]\''
+    ),
+    "fields": ArgumentKind(
+        lambda param: {"type": "object", "maxProperties": MAX_KEYS},
+        _check_fields,
+        read_json_object,
+        '\'{"status": "done"}\'',
+    ),
+}
+
+#: How a command line reads the value of a schema note's field, by the field's type (a string, a date and an
+#: enum stay text).
+FIELD_READERS: dict[str, Reader] = {
+    "number": read_number,
+    "integer": read_number,
+    "boolean": read_flag,
+    "array": read_json,
+    "object": read_json,
+}
+
+
+def json_type(value: Any) -> str:
+    """What JSON calls the type of ``value``, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    if value is None:
+        return "null"
+    return type(value).__name__

@@ -1,0 +1,419 @@
+"""Content writes that lose no colleague's change: :func:`write_content`, and :func:`rewrite` on top of it.
+
+A content write (:func:`write_content`) names the hash its new text was computed from. A
+server that checks ``If-Match`` atomically (it says so with
+``X-TeamVault-Conditional-Writes: if-match``, as our local vault does) refuses the PUT when
+a colleague wrote first. Any other server cannot refuse, so the version history is read
+right after the PUT (``versions.py``): our version must follow the one it was computed
+from (our own earlier versions in this call aside); a colleague's version in between is
+one we replaced. Then, by the kind of write (:data:`Mode`):
+
+- ``rebase`` — edits (edit_note, update_frontmatter, upsert) without ``expectedHash``:
+  the change is made again on top of the colleague's text (re-applied, or merged so
+  their change is kept: :func:`~teamvault_mcp.text.merge.merge3`) and written again under the
+  same check, up to :data:`REBASE_ROUNDS` times; when it no longer applies, their text
+  is put back and the call fails with :class:`ChangedMeanwhileError`.
+- ``strict`` — any write with ``expectedHash`` ("only if unchanged since I read"): a
+  conflict; their text is put back (or, conditionally, never replaced).
+- ``replace`` — write_note and restore_note_version without ``expectedHash``: last
+  writer wins, by intent; the result says what was replaced, by whom, and how to get it back.
+
+When the history cannot tell (no version history, our version not in it), the result
+says so instead of claiming safety. Every PUT is settled as the write rules say (``writes.py``).
+
+About 400 lines: one algorithm (the write loop and the rebase, merge and put-back it does), read whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from teamvault_mcp.errors import (
+    CallCancelledError,
+    ChangedMeanwhileError,
+    EditFailedError,
+    NoteNotFoundError,
+    PreconditionFailedError,
+    TeamVaultError,
+)
+from teamvault_mcp.text.diff import shortened, unified_diff
+from teamvault_mcp.text.merge import merge3, only_adds, swap_additions
+from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.spec import STRING, object_schema
+from teamvault_mcp.tools.versions import check_history, describe, to_keep, version_with
+from teamvault_mcp.tools.writes import VERIFIED, expect, settle_content
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+
+#: How a content write treats a colleague's write that came between our read and ours (see the module).
+Mode = Literal["rebase", "strict", "replace"]
+
+#: Times a rebased change is written again before the call gives up (colleagues writing all the while).
+REBASE_ROUNDS = 20
+
+#: Up to this many seconds, doubled each round (at most REBASE_PAUSE_MAX), between rebase rounds:
+#: writers racing for one note fall out of step, as on a shared network wire.
+REBASE_PAUSE = 0.05
+
+REBASE_PAUSE_MAX = 2.0
+
+
+@dataclass
+class Written:
+    """What a content write did: the file, the bytes now current, the text they were made from, and the story."""
+
+    file: VaultFile
+    data: bytes
+    #: The text the final write was computed from (what the agent read, or a colleague's version), if known.
+    based_on: bytes | None
+    verified: bool = False
+    #: Colleagues' versions the change was made again on top of, described for the model.
+    rebased: list[str] = field(default_factory=list)
+    #: ``replace`` mode: the colleague's change that this write replaced, described.
+    replaced: str | None = None
+    #: Why no check for a colleague's change was possible, if none was.
+    unchecked: str | None = None
+
+    def notes(self) -> list[str]:
+        """Sentences for the result's text: what happened besides the write itself."""
+        notes = []
+        if self.verified:
+            notes.append(VERIFIED)
+        if self.rebased:
+            notes.append(
+                "A colleague's change landed while this call was writing; the change was made again on top of "
+                f"it, so both are in the note ({'; '.join(self.rebased)})."
+            )
+        if self.replaced:
+            notes.append(f"This replaced a change made meanwhile: {self.replaced}.")
+        if self.unchecked:
+            notes.append(f"Not checked for a colleague's write at the same moment: {self.unchecked}.")
+        return notes
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The note as the server has it now."""
+
+    hash: str
+    data: bytes
+
+
+def write_content(
+    ctx: ToolContext,
+    project_id: str,
+    path: str,
+    file: VaultFile,
+    data: bytes,
+    *,
+    mode: Mode,
+    read: bytes | None = None,
+    change: Callable[[str], str] | None = None,
+    expected: str | None = None,
+    putting_back: bool = False,
+) -> Written:
+    """Replace the content of the note ``file`` at ``path`` by ``data``, losing no colleague's change made meanwhile.
+
+    ``read`` is the text ``data`` was computed from (needed to rebase; else the listing's
+    hash stands for it); ``change`` makes the new text from any text (needed in rebase
+    mode); ``expected`` is the agent's ``expectedHash`` (strict mode). ``putting_back``:
+    this write restores a colleague's version (its change is idempotent; no further put-back).
+    See the module docstring for the rules.
+    """
+    if mode == "rebase" and (change is None or read is None):
+        raise ValueError("a rebased write needs the text it was made from and the change to make again")
+    client = ctx.client
+    built_on = read  # what `data` is computed from
+    built_on_hash = sha256_hex(read) if read is not None else file.content_hash
+    current = built_on_hash  # what the server has, as far as we know: the If-Match
+    own: set[str] = set()  # hashes this call wrote
+    outcome = Written(file, data, built_on)
+    first = data
+    adds = read is not None and only_adds(_text(read), _text(data))  # an append: merged by adding lines only
+    for round_number in range(REBASE_ROUNDS + 1):
+        if round_number and sha256_hex(data) == current:
+            return outcome  # the note holds it all already (a put-back that others did too)
+        if round_number:
+            client.new_write()
+        try:
+            written, verified = _put(ctx, project_id, path, file, data, if_match=current)
+        except PreconditionFailedError:  # a server that checks If-Match: someone wrote since `current`
+            head = _head(ctx, project_id, path)
+            if mode == "strict":
+                expect(ctx, project_id, path, file, expected or current, current=(head.hash, _text(head.data)))
+            elif mode == "replace":
+                outcome.replaced = describe(version_with(ctx, project_id, file, head.hash), restore_hint=path)
+            else:
+                assert change is not None
+                data = _remade(change, head.data, path)  # nothing of ours was written: a plain redo
+                outcome.rebased.append(describe(version_with(ctx, project_id, file, head.hash)))
+            built_on, built_on_hash, current = head.data, head.hash, head.hash
+            _back_off(client, round_number)
+            continue
+        written_hash = sha256_hex(data)
+        own.add(written_hash)
+        outcome.file, outcome.data, outcome.based_on = written, data, built_on
+        outcome.verified = outcome.verified or verified
+        if client.conditional:
+            return outcome  # the server checked If-Match with the write itself
+        if built_on_hash is None:
+            outcome.unchecked = "the server reports no content hashes to compare"
+            return outcome
+        check = check_history(ctx, project_id, file.id, built_on_hash, written_hash, own)
+        if check.unknown is not None or check.replaced is None:
+            outcome.unchecked = check.unknown
+            return outcome
+        if mode == "replace":
+            outcome.replaced = describe(check.replaced, restore_hint=path)
+            return outcome
+        theirs, theirs_data = to_keep(ctx, project_id, file, built_on, check.between)
+        try:
+            head = _head(ctx, project_id, path)
+        except NoteNotFoundError:
+            outcome.unchecked = f"the note was deleted right after this write, over {describe(theirs)}"
+            return outcome
+        slip = _Slip(theirs_data, head, built_on, data)
+        if mode == "strict":
+            where = _put_back(ctx, project_id, path, file, slip, adds)
+            raise ChangedMeanwhileError(
+                f"Conflict: {path} was changed by {describe(theirs)} after you read it (you expected contentHash "
+                f"{expected}), and this call's write replaced their version. {where}; your text stays in the "
+                f"history as {describe(check.ours)}. Nothing of theirs is lost. Read the note again, then redo "
+                "your change on its current text."
+            )
+        assert change is not None and read is not None
+        remade = None
+        if round_number == 0 and head.hash == written_hash:
+            remade = _redone(change, theirs_data)  # nobody wrote after us: make the change on their text
+        if remade is None:
+            remade = _merged(slip, change=change if putting_back else None, ours=(read, first) if adds else None)
+        if remade is None or round_number == REBASE_ROUNDS:
+            where = "Nothing more was written" if putting_back else _put_back(ctx, project_id, path, file, slip, adds)
+            diff = shortened(unified_diff(_text(theirs_data), _text(data), before="their version", after="yours"))
+            raise ChangedMeanwhileError(
+                f"Conflict: {path} was changed by {describe(theirs)} while this call was writing, and the change "
+                f"could not be made again on top of theirs. {where}; your version stays in the history as "
+                f"{describe(check.ours)}. Nothing of theirs is lost. Read the note again and redo your change. "
+                f"Their version against yours:\n{diff}"
+            )
+        outcome.rebased.append(describe(theirs))
+        built_on = theirs_data if head.hash in own else head.data
+        built_on_hash = sha256_hex(built_on)
+        current, data = head.hash, remade
+        _back_off(client, round_number)
+    raise ChangedMeanwhileError(
+        f"Conflict: {path} kept changing while this call tried to write it ({REBASE_ROUNDS + 1} times); "
+        "nothing of this call was written. Read the note again and try once more."
+    )
+
+
+def _back_off(client: TeamVaultClient, round_number: int) -> None:
+    """A random pause, doubling each round: writers racing for one note fall out of step."""
+    client.pause(client.random() * min(REBASE_PAUSE * 2**round_number, REBASE_PAUSE_MAX))
+
+
+@dataclass(frozen=True)
+class _Slip:
+    """A colleague's version that one of our writes replaced, and what we know around it."""
+
+    theirs: bytes
+    head: _Head  # the note now
+    built_on: bytes | None  # what our write was made from
+    ours: bytes  # what we wrote
+
+
+def _put(
+    ctx: ToolContext, project_id: str, path: str, file: VaultFile, data: bytes, *, if_match: str | None
+) -> tuple[VaultFile, bool]:
+    """One conditional PUT of ``data``, settled (see :func:`settle_content`)."""
+    return settle_content(
+        ctx,
+        project_id,
+        path,
+        lambda: ctx.client.replace_content(project_id, file.id, data, if_match=if_match),
+        before=if_match,
+        data=data,
+    )
+
+
+def _redone(change: Callable[[str], str], theirs: bytes) -> bytes | None:
+    try:
+        return change(_text(theirs)).encode("utf-8")
+    except EditFailedError:
+        return None  # it may still merge
+
+
+def _merged(slip: _Slip, *, change: Callable[[str], str] | None, ours: tuple[bytes, bytes] | None) -> bytes | None:
+    """Their change merged into the note as it is now (ours is in it, or owed by whoever replaced ours).
+
+    ``ours`` (the text read and our first write) is given when our change only adds lines:
+    then the merge only adds lines, and ours are added back if the note lost them.
+    ``change`` is given when it is idempotent (a put-back): it is made again on the merge.
+    None: the changes conflict.
+    """
+    assert slip.built_on is not None
+    additive = ours is not None or change is not None
+    merged = merge3(_text(slip.built_on), _text(slip.head.data), _text(slip.theirs), additive=additive)
+    if merged is not None and ours is not None and not only_adds(_text(ours[1]), merged):
+        merged = merge3(_text(ours[0]), merged, _text(ours[1]), additive=True)  # our lines, if the note lost them
+    if merged is not None and change is not None:
+        merged = change(merged)
+    return merged.encode("utf-8") if merged is not None else None
+
+
+def _remade(change: Callable[[str], str], data: bytes, path: str) -> bytes:
+    """``change`` applied to a colleague's text, or :class:`ChangedMeanwhileError` when it no longer applies."""
+    try:
+        return change(_text(data)).encode("utf-8")
+    except EditFailedError as error:
+        raise ChangedMeanwhileError(
+            f"Conflict: {path} was changed by someone else while this call was writing, and the change no longer "
+            f"applies to their text: {error} Nothing was written; their version is current. Read the note again "
+            "and redo your change."
+        ) from None
+
+
+def _head(ctx: ToolContext, project_id: str, path: str) -> _Head:
+    """The note's content now (from the cache when its hash is known there)."""
+    fresh = ctx.note(project_id, path)
+    return _Head(fresh.content_hash, fresh.data)
+
+
+def _put_back(ctx: ToolContext, project_id: str, path: str, file: VaultFile, slip: _Slip, adds: bool) -> str:
+    """Make a colleague's version (that we replaced) current again, without our change; says where it is now.
+
+    For a change that only adds lines, our lines are taken out of the note as it is now and
+    theirs put in, as a verified write like any other (others' lines stay). For another
+    change: their exact text when nobody wrote after us, else a merge, written once.
+    """
+    theirs, ours, head = _text(slip.theirs), _text(slip.ours), slip.head
+    ctx.client.new_write()
+    try:
+        if adds and slip.built_on is not None:
+            base = _text(slip.built_on)
+
+            def undo(text: str) -> str:
+                return swap_additions(text, base, ours, theirs)
+
+            restored = undo(_text(head.data)).encode("utf-8")
+            if sha256_hex(restored) != head.hash:
+                restored = write_content(
+                    ctx, project_id, path, file, restored, mode="rebase", read=head.data, change=undo, putting_back=True
+                ).data
+        else:
+            merged = theirs if head.hash == sha256_hex(slip.ours) else merge3(ours, _text(head.data), theirs)
+            if merged is None:
+                return (
+                    "Their text could not be put back automatically because the note changed again since; "
+                    "restore_note_version brings their version back"
+                )
+            restored = merged.encode("utf-8")
+            _put(ctx, project_id, path, file, restored, if_match=head.hash)
+    except CallCancelledError:
+        raise
+    except TeamVaultError as error:
+        return f"Putting their text back failed ({error}); restore_note_version brings their version back"
+    return f"Their text is the current version again (contentHash {sha256_hex(restored)})"
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+# -- rewriting a note's text ----------------------------------------------------------------------------------
+
+
+def rewrite(
+    ctx: ToolContext,
+    project_id: str,
+    note: Note,
+    changed: str,
+    *,
+    dry_run: bool,
+    edits: str,
+    done: str,
+    change: Callable[[str], str] | None = None,
+    expected: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> ToolOutput:
+    """Replace ``note``'s text by ``changed`` (unless it is the same, or a dry run): the result with its diff.
+
+    ``edits`` names what changes it in messages ("the edits"), ``done`` what was done ("Edited");
+    ``change`` makes the same change on another text (to rebase onto a colleague's write);
+    ``expected`` is the agent's expectedHash (then a colleague's write is a conflict);
+    ``extra`` adds fields to the result.
+    """
+    original = note.data.decode("utf-8")
+    data = changed.encode("utf-8")
+    diff = unified_diff(original, changed, before=f"a/{note.path}", after=f"b/{note.path}")
+    result: dict[str, Any] = {
+        "path": note.path,
+        "dryRun": dry_run,
+        "changed": changed != original,
+        "previousHash": note.content_hash,
+        "contentHash": sha256_hex(data),
+        "diff": diff,
+        **(extra or {}),
+    }
+    ctx.facts.update(hashBefore=note.content_hash, hashAfter=result["contentHash"])
+    if changed == original:
+        ctx.facts["noop"] = True
+        return ToolOutput(f"No change: {edits} leave {note.path} as it is. Nothing was written.", result)
+    if dry_run:
+        ctx.facts["noop"] = True
+        headline = f"Dry run: nothing was written. Applied, {edits} would give contentHash {result['contentHash']}."
+        return ToolOutput(f"{headline}\n{diff}", result)
+    mode: Mode = "strict" if expected is not None else "rebase" if change is not None else "replace"
+    written = write_content(
+        ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, change=change, expected=expected
+    )
+    if written.data != data and written.based_on is not None:  # made again on a colleague's change: show ours there
+        result["contentHash"] = sha256_hex(written.data)
+        result["diff"] = diff = unified_diff(
+            _text(written.based_on), _text(written.data), before=f"a/{note.path}", after=f"b/{note.path}"
+        )
+        ctx.facts["hashAfter"] = result["contentHash"]
+    add_story(ctx, result, written)
+    headline = f"{done} {note.path}; its contentHash is now {result['contentHash']}."
+    story = "".join(f" {sentence}" for sentence in written.notes())
+    return ToolOutput(f"{headline}{story}\n{diff}", result)
+
+
+def add_story(ctx: ToolContext, result: dict[str, Any], written: Written) -> None:
+    """The structured fields and audit facts of what :func:`write_content` found on the way."""
+    if written.verified:
+        result.update(verified=True, note=VERIFIED)
+    if written.rebased:
+        result["rebasedOnto"] = written.rebased
+        ctx.facts["rebased"] = len(written.rebased)
+    if written.replaced:
+        result["replacedMeanwhile"] = written.replaced
+        ctx.facts["replacedMeanwhile"] = True
+    if written.unchecked:
+        result["unchecked"] = written.unchecked
+
+
+def written_result(ctx: ToolContext, result: dict[str, Any], written: Written) -> ToolOutput:
+    """A JSON result for a write, with what :func:`write_content` found on the way."""
+    add_story(ctx, result, written)
+    return json_output(result)
+
+
+#: The fields of :func:`rewrite`'s result, all of them always there.
+REWRITTEN = {
+    "path": STRING,
+    "dryRun": {"type": "boolean"},
+    "changed": {"type": "boolean"},
+    "previousHash": STRING,
+    "contentHash": STRING,
+    "diff": STRING,
+}
+
+
+def rewritten_schema(extra: dict[str, Any] | None = None, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The output schema of a tool that answers with :func:`rewrite`'s result, plus its ``extra`` fields
+    (``required`` of them always there) and ``verified``."""
+    return object_schema({**REWRITTEN, **(extra or {}), "verified": {"type": "boolean"}}, [*REWRITTEN, *required])

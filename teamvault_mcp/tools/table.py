@@ -1,0 +1,65 @@
+"""The tool table: every family's tools, collected in the one order ``tools/list`` shows them.
+
+Each family declares its tools next to its handlers; this is the only module that knows
+them all. :data:`ORDER` is the order agents see (and ``call --help``'s examples follow):
+who am I and where, then finding and reading, history, and the writes last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from teamvault_mcp.text.schemas import Schema
+from teamvault_mcp.tools import frontmatter, history, notes, reading, schemas, search
+from teamvault_mcp.tools.spec import Tool
+
+ORDER = (
+    "whoami",
+    "list_projects",
+    "list_notes",
+    "search_notes",
+    "find_notes",
+    "note_outline",
+    "read_note",
+    "read_notes",
+    "read_frontmatter",
+    "list_note_versions",
+    "read_note_version",
+    "diff_note_versions",
+    "restore_note_version",
+    "write_note",
+    "edit_note",
+    "update_frontmatter",
+    "move_note",
+    "delete_note",
+    "list_schemas",
+    "reload_schemas",
+)
+
+
+def in_order(families: Sequence[Sequence[Tool]], order: Sequence[str] = ORDER) -> tuple[Tool, ...]:
+    """The families' tools in ``order``; a tool missing from it, or named there and declared nowhere, is a bug."""
+    by_name = {tool.name: tool for family in families for tool in family}
+    declared = sum(len(family) for family in families)
+    if declared != len(by_name) or set(by_name) != set(order) or len(order) != len(set(order)):
+        raise RuntimeError(
+            f"the tool table is inconsistent: declared {sorted(by_name)} ({declared} declarations), "
+            f"ordered {list(order)}"
+        )
+    return tuple(by_name[name] for name in order)
+
+
+TOOLS = in_order((notes.TOOLS, reading.TOOLS, search.TOOLS, frontmatter.TOOLS, history.TOOLS, schemas.TOOLS))
+
+
+def tools_for(read_only: bool, schema_list: Sequence[Schema] | None = None) -> tuple[Tool, ...]:
+    """The tools to register: in read-only mode the write tools do not exist at all.
+
+    ``schema_list`` is None without TEAM_VAULT_SCHEMA_DIR; otherwise each schema adds its tool.
+    """
+    static = tuple(
+        tool for tool in TOOLS if not (read_only and tool.writes) and not (tool.needs_schemas and schema_list is None)
+    )
+    if read_only or not schema_list:
+        return static
+    return static + tuple(schemas.schema_tool(schema) for schema in schema_list)

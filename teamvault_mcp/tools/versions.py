@@ -1,0 +1,121 @@
+"""What a note's version history says about a write: who made a version, and whose came between ours and the
+one ours was made from (``no_lost_updates.py`` asks, after a write the server could not make conditional)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.text.merge import newest_consistent
+from teamvault_mcp.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.client import VaultFile
+
+
+@dataclass(frozen=True)
+class HistoryCheck:
+    """What the version history says about one write: the version it replaced, or why it cannot tell."""
+
+    ours: dict[str, Any] | None = None
+    #: Colleagues' versions between the one we built on and ours, oldest first: we replaced the last.
+    between: tuple[dict[str, Any], ...] = ()
+    unknown: str | None = None
+
+    @property
+    def replaced(self) -> dict[str, Any] | None:
+        return self.between[-1] if self.between else None
+
+
+def check_history(
+    ctx: ToolContext, project_id: str, file_id: str, built_on: str, written: str, own: set[str]
+) -> HistoryCheck:
+    """Whether a colleague's version came between the one our write was computed from and ours."""
+    try:
+        versions = ctx.client.list_versions(project_id, file_id)
+    except CallCancelledError:
+        raise
+    except TeamVaultError as error:
+        return HistoryCheck(unknown=f"the note's version history could not be read ({error})")
+    ordered = oldest_first(versions)
+    hashes = [hash_of(version) for version in ordered]
+    # Our version is the first with our hash after the newest version we built on that one follows:
+    # a later version with the same bytes is a colleague putting our text back, not our write.
+    for start in (i for i in range(len(hashes) - 1, -1, -1) if hashes[i] == built_on):
+        mine = next((i for i in range(start + 1, len(hashes)) if hashes[i] == written), None)
+        if mine is not None:
+            break
+    else:
+        if written in hashes and built_on not in hashes:
+            return HistoryCheck(
+                unknown="the version history does not reach back to the version this write was made from"
+            )
+        return HistoryCheck(unknown="the server's version history does not show this write")
+    between = tuple(ordered[i] for i in range(start + 1, mine) if hashes[i] not in own)
+    return HistoryCheck(ours=ordered[mine], between=between)
+
+
+#: At most this many colleagues' versions (the first and the newest) are compared to choose the one to keep.
+MAX_COMPARED = 8
+
+
+def to_keep(
+    ctx: ToolContext, project_id: str, file: VaultFile, built_on: bytes | None, between: tuple[dict[str, Any], ...]
+) -> tuple[dict[str, Any], bytes]:
+    """The colleague's version whose text must survive our write, and its bytes.
+
+    Usually the one we replaced. When several landed since our read (a storm of writers),
+    the newest that holds what the earlier ones added: a version written over the others
+    by a writer who lost the race too is passed over, lest its lines come back.
+    """
+    # The first one after our read is always among them: when none later holds all of it, it is the one.
+    candidates = [between[0], *between[1:][-(MAX_COMPARED - 1) :]]
+    if len(candidates) == 1 or built_on is None:  # nothing to compare: the one that came first
+        first = candidates[0]
+        return first, ctx.client.download_version(project_id, file.id, str(first["id"]))
+    texts = [ctx.client.download_version(project_id, file.id, str(version["id"])) for version in candidates]
+    keep = newest_consistent(_text(built_on), [_text(data) for data in texts])
+    return candidates[keep], texts[keep]
+
+
+def version_with(ctx: ToolContext, project_id: str, file: VaultFile, content_hash: str) -> dict[str, Any] | None:
+    """The newest version with ``content_hash``, to say who made it (one request; None if unknown)."""
+    try:
+        versions = ctx.client.list_versions(project_id, file.id)
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        return None
+    return next((v for v in reversed(oldest_first(versions)) if hash_of(v) == content_hash), None)
+
+
+def describe(version: dict[str, Any] | None, *, restore_hint: str | None = None) -> str:
+    """``version 7 by Ada Lovelace (2026-12-01T09:20:00.000Z, contentHash …)``."""
+    if version is None:
+        return "someone (the history does not say who)"
+    author = version.get("author")
+    author = author if isinstance(author, dict) else {}
+    who = author.get("name") or author.get("email") or version.get("authorId") or "someone"
+    number = version.get("versionNumber", "?")
+    text = f"version {number} by {who} ({version.get('createdAt') or 'time unknown'}, contentHash {hash_of(version)})"
+    if restore_hint is not None:
+        call = f"restore_note_version(path={json.dumps(restore_hint, ensure_ascii=False)}, version={number})"
+        text += f"; it stays in the history: {call} brings it back"
+    return text
+
+
+def oldest_first(versions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if all(isinstance(v.get("versionNumber"), int) for v in versions):
+        return sorted(versions, key=lambda v: int(v["versionNumber"]))
+    return list(reversed(versions))  # the contract: newest first
+
+
+def hash_of(version: dict[str, Any] | None) -> str:
+    value = version.get("contentHash") if version else None
+    return value.lower() if isinstance(value, str) else ""
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,167 @@
+"""The rules every write follows: its precondition, and an outcome settled when its answer is lost.
+
+- **Preconditions.** With ``expectedHash`` (the ``contentHash`` the agent last saw) a
+  write happens only if the note still has it; otherwise a :class:`ConflictError`
+  shows what changed since (:func:`expect`).
+- **Settled outcomes.** A write that ends without a definite answer (the outcome table,
+  ``vault/retry.py``, says which) is checked once (:func:`settle`): found applied →
+  success, marked ``verified``; found as it was before, with no attempt possibly still
+  running on the server → a clean failure; anything else keeps the "may or may not have
+  been applied" hint.
+
+A write of a note's content also loses no colleague's change made meanwhile: that is
+``no_lost_updates.py``, built on these rules.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError
+from teamvault_mcp.text.diff import shortened, unified_diff
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.vault.retry import outcome
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.client import VaultFile
+
+T = TypeVar("T")
+
+VERIFIED = "The server's answer was lost on the way; a check right after confirmed the change was applied."
+
+
+# -- preconditions ----------------------------------------------------------------------------------------
+
+
+def expect(
+    ctx: ToolContext,
+    project_id: str,
+    path: str,
+    file: VaultFile | None,
+    expected: str | None,
+    *,
+    current: tuple[str, str] | None = None,
+) -> None:
+    """Refuse with a :class:`ConflictError` if the note is not at ``expected`` (when given).
+
+    ``current`` is the note's hash and text when the caller has downloaded it already.
+    """
+    if expected is None:
+        return
+    expected = expected.lower()
+    if file is None:
+        raise ConflictError(path, expected, None, None)
+    current_hash, current_text = current if current is not None else (file.content_hash, None)
+    if current_hash is None:  # a server that does not report hashes: compute it
+        data = ctx.client.download(project_id, file.id)
+        current_hash, current_text = sha256_hex(data), data.decode("utf-8", errors="replace")
+    if current_hash == expected:
+        return
+    since = _since(ctx, project_id, file, expected, current_hash, current_text)
+    raise ConflictError(path, expected, current_hash, since)
+
+
+def _since(
+    ctx: ToolContext, project_id: str, file: VaultFile, expected: str, current: str, current_text: str | None
+) -> str | None:
+    """The diff from the version the agent saw to the note now, if the history still has that version."""
+    try:
+        seen = next(
+            (v for v in ctx.client.list_versions(project_id, file.id) if v.get("contentHash") == expected), None
+        )
+        if seen is None or file.file_type != "TEXT":
+            return None
+        then = ctx.client.download_version(project_id, file.id, str(seen["id"])).decode("utf-8", errors="replace")
+        if current_text is None:
+            current_text = ctx.client.download(project_id, file.id).decode("utf-8", errors="replace")
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        return None  # the conflict stands; only the diff is missing
+    label = f"version {seen.get('versionNumber', '?')} ({expected[:12]}…, what you saw)"
+    return shortened(unified_diff(then, current_text, before=label, after=f"now ({current[:12]}…)"))
+
+
+# -- settled outcomes ---------------------------------------------------------------------------------------
+
+
+def settle_content(
+    ctx: ToolContext,
+    project_id: str,
+    path: str,
+    write: Callable[[], VaultFile],
+    *,
+    before: str | None,
+    data: bytes,
+) -> tuple[VaultFile, bool]:
+    """Run a write of ``data``; on an unanswered one, look at the note once. Returns (file, verified).
+
+    The bytes written go to the content cache, so the next read of the note is one request.
+    """
+    after = sha256_hex(data)
+    try:
+        written = write()
+    except TeamVaultError as error:
+        found = settle(
+            error,
+            lambda: ctx.client.find_file(project_id, path),
+            applied=lambda file: file is not None and file.content_hash == after,
+            untouched=lambda file: (file.content_hash if file is not None else None) == before,
+            untouched_text=f"the note unchanged (contentHash {before})" if before else f"still no note at {path}",
+        )
+        assert found is not None
+        ctx.facts["verified"] = True
+        ctx.remember(project_id, data)
+        return found, True
+    ctx.remember(project_id, data)
+    return written, False
+
+
+def settle(
+    error: TeamVaultError,
+    look: Callable[[], T],
+    *,
+    applied: Callable[[T], bool],
+    untouched: Callable[[T], bool],
+    untouched_text: str,
+) -> T:
+    """Settle a write that ended in ``error``: what ``look`` found if it shows the write applied.
+
+    Raises :class:`NotAppliedError` if it shows the note untouched and no attempt can still
+    be running on the server; re-raises ``error`` (with its hint) in every other case.
+    """
+    if isinstance(error, CallCancelledError) or not outcome(error).uncertain:
+        raise error
+    try:
+        found = look()
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        raise error from None  # no budget left to look, or the look failed too: it stays uncertain
+    if applied(found):
+        return found
+    if untouched(found) and not outcome(error).may_still_run:
+        raise NotAppliedError(error, untouched_text) from None
+    raise error
+
+
+# -- what a write's result says ---------------------------------------------------------------------------
+
+
+def result_with(result: dict[str, Any], verified: bool) -> ToolOutput:
+    if verified:
+        result.update(verified=True, note=VERIFIED)
+    return json_output(result)
+
+
+def mime_type_for(path: str) -> str:
+    """The mime type a new note is created with. Always a text type: the content is text."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if "." not in name or name.endswith((".md", ".markdown")):
+        return "text/markdown"
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    if guessed and (guessed.startswith("text/") or guessed in ("application/json", "application/yaml")):
+        return guessed
+    return "text/plain"
