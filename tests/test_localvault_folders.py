@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from waiting import GENEROUS, too_slow, wait_until
+from support.waiting import GENEROUS, too_slow, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.localvault.store import Change
