@@ -13,6 +13,9 @@ comments):
 - front matter: a property value that is a quoted wikilink, whole (``related: "[[Ada]]"``,
   or items of a list). Obsidian takes no other links from front matter.
 
+Not read as vault links: reference-style links (``[text][ref]``), autolinks (``<https://…>``),
+HTML ``<a href>``, and a Markdown link whose text holds a wikilink (the wikilink is read).
+
 Resolution (:meth:`VaultPaths.resolve`): a target without an extension means ``.md`` (the
 target as written is tried first: ``[[v1.2]]`` is ``v1.2`` if such a file exists, else
 ``v1.2.md``); paths compare case-insensitively (NFC, case folded), an exact-case match
@@ -33,7 +36,9 @@ root ``Ada.md``, ``[[Ada]]`` from ``team/people/x.md`` is ``team/people/Ada.md``
 from ``notes/x.md`` is ``people/Ada.md`` (step 4: fewer folders deep). Aliases in front
 matter do not resolve links, as in Obsidian.
 
-Rewriting links after a move lives in ``relink.py``.
+Syntax and resolution read better in one module (the issue asks for one link model, and
+both turn on :class:`Link`), which makes it longer than most; rewriting links after a move,
+which uses both, lives in ``relink.py``.
 """
 
 from __future__ import annotations
@@ -332,6 +337,8 @@ class VaultPaths:
             self._by_name.setdefault(key.rpartition("/")[2], []).append(path)
         self._cache: dict[tuple[str, str, bool], str | None] = {}
         self._names: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        self._closest: dict[str, str | None] = {}
+        self._moved: dict[tuple[str, str], VaultPaths] = {}
 
     def __contains__(self, path: object) -> bool:
         return path in self.paths
@@ -340,8 +347,11 @@ class VaultPaths:
         return len(self.paths)
 
     def moved(self, old_path: str, new_path: str) -> VaultPaths:
-        """The paths after ``old_path`` became ``new_path``."""
-        return VaultPaths((self.paths - {old_path}) | {new_path})
+        """The paths after ``old_path`` became ``new_path`` (one instance per move, so its answers are cached too)."""
+        key = (old_path, new_path)
+        if key not in self._moved:
+            self._moved[key] = VaultPaths((self.paths - {old_path}) | {new_path})
+        return self._moved[key]
 
     def named(self, name: str) -> list[str]:
         """The files whose name (last segment, extension included) is ``name``, ignoring case."""
@@ -406,6 +416,13 @@ class VaultPaths:
             return None
         return path if path in spellings else spellings[0]
 
+    def closest(self, name: str) -> str | None:
+        """:func:`closest_note` in this vault, cached per name."""
+        wanted = path_key(_display_name(name.strip()))
+        if wanted not in self._closest:
+            self._closest[wanted] = _closest(wanted, *self.display_names()) if wanted else None
+        return self._closest[wanted]
+
     def display_names(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """Each file's name as a link shows it (a note without ``.md``), case folded → its files, best first;
         and the same with spaces and punctuation left out."""
@@ -440,11 +457,10 @@ def closest_note(name: str, vault_paths: VaultPaths | Collection[str]) -> str | 
     folders do not count, so a note moved to another folder is found by its name. Among files
     of that name: the fewest folders deep, then alphabetically.
     """
-    vault = as_vault(vault_paths)
-    wanted = path_key(_display_name(name.strip().lstrip("/")))
-    if not wanted:
-        return None
-    names, squeezed = vault.display_names()
+    return as_vault(vault_paths).closest(name)
+
+
+def _closest(wanted: str, names: dict[str, list[str]], squeezed: dict[str, list[str]]) -> str | None:
     for key, index in ((wanted, names), (_NAME_NOISE.sub("", wanted), squeezed)):
         if key in index:
             return index[key][0]

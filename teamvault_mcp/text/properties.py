@@ -19,9 +19,11 @@ too); ``true``/``false`` as booleans (also against the text ``"true"``); dates a
 ``YYYY-MM-DD`` and ISO date-times (``2024-05-01T10:00``, ``…Z``, ``…+02:00``; a time without a
 zone is taken as UTC) compare by the instant, and a date against a date-time by the day
 (``"2024-05-01"`` equals ``2024-05-01T10:00``); text as text ignoring case (casefold, as
-Obsidian's property search does), ordered by that and then as written. Values of different
-kinds are never equal or ordered (a number is not greater than a date). ``null`` as a value
-means "missing or empty" (``{"due": null}`` is ``{"due": {"exists": false}}``).
+Obsidian's property search does; a date against a text that is no date, too). Other values
+of different kinds are never equal or ordered (a number is not greater than a date). A value
+to order by that starts like a date but is none (``2024-5-1``, ``2024-02-30``) is refused: as
+text it would order by its characters. ``null`` as a value means "missing or empty"
+(``{"due": null}`` is ``{"due": {"exists": false}}``).
 
 The caller adds the fields every note has: ``path``, ``tags`` (the note's tags, front
 matter and inline, without ``#``) and ``updatedAt``; a front matter field of the same name is
@@ -56,6 +58,7 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATE_TIME = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?", re.IGNORECASE
 )
+_LOOKS_LIKE_DATE = re.compile(r"\s*\d{4}-\d{1,2}(?:-|$)")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 MISSING: Any = object()
 
@@ -174,6 +177,11 @@ def _checked(name: str, operator: Any, value: Any) -> Any:
     _scalar(where if operator == "eq" else f"{where}.{operator}", value)
     if operator in _ORDERING and (value is None or isinstance(value, bool)):
         raise ToolInputError(f"{where}.{operator} compares numbers, dates or text; got {_kind(value)}.")
+    if operator in _ORDERING and isinstance(value, str) and _LOOKS_LIKE_DATE.match(value) and _date(value) is None:
+        raise ToolInputError(
+            f"{where}.{operator}: {value!r} is not a date; write YYYY-MM-DD or an ISO date-time like "
+            "2024-05-01T10:00:00Z."
+        )
     if operator == "contains" and value is None:
         raise ToolInputError(f'{where}.contains needs a value; to find notes without {name}, use {{"exists": false}}.')
     return _prepared(name, value)
@@ -291,9 +299,9 @@ def _as_dates(left: Any, right: Any) -> tuple[Any, Any] | None:
     return a, b
 
 
-def _as_texts(left: Any, right: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
+def _as_texts(left: Any, right: Any) -> tuple[str, str] | None:
     if isinstance(left, str) and isinstance(right, str):
-        return (left.casefold(), left), (right.casefold(), right)
+        return left.casefold(), right.casefold()
     return None
 
 

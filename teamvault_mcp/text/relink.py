@@ -108,6 +108,8 @@ def rewrite_note_links(
     changes: list[LinkChange] = []
     captured: list[Link] = []
     for link in parse_links(note):
+        if not link.target:
+            continue  # [[#Heading]]: the note's own heading, wherever the note is
         was = before.resolve_link(link, source_path)
         now = after.resolve_link(link, new_source)
         if was == old_path:
@@ -172,13 +174,20 @@ def _markdown_target(link: Link, new_path: str, vault: VaultPaths, source_path: 
     candidate = _without_md(path, keep_extension)
     if vault.resolve(candidate, source_path, markdown=True) != new_path:
         candidate = path
-    angle = link.raw[link.target_start - 1 : link.target_start] == "<"
-    if angle:
+    if link.raw[link.target_start - 1 : link.target_start] == "<":
         return candidate.replace("<", "%3C").replace(">", "%3E")
-    safe = _SAFE_IN_DESTINATION
-    if not _ENCODED_NON_ASCII.search(written):
-        safe += "".join(sorted({char for char in candidate if ord(char) > 127 and char.isprintable()}))
-    return quote(candidate, safe=safe)
+    return _percent_encoded(candidate, keep_non_ascii=not _ENCODED_NON_ASCII.search(written))
+
+
+def _percent_encoded(path: str, *, keep_non_ascii: bool) -> str:
+    """``path`` with each character a bare Markdown destination cannot hold as it is percent-encoded (UTF-8)."""
+    return "".join(
+        char
+        if (char.isascii() and (char.isalnum() or char in _SAFE_IN_DESTINATION))
+        or (keep_non_ascii and not char.isascii() and char.isprintable() and not char.isspace())
+        else quote(char, safe="")
+        for char in path
+    )
 
 
 def _without_md(path: str, keep_extension: bool) -> str:
