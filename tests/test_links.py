@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from teamvault_mcp.errors import ToolInputError
@@ -549,3 +551,72 @@ def test_crlf_notes_keep_their_line_endings() -> None:
     text = "# A\r\n[[Ada]]\r\n\r\n`[[Ada]]`\r\n"
     result = rewrite_note_links(text, "x.md", "Ada.md", "Eve.md", ["Ada.md", "x.md"])
     assert result.text == "# A\r\n[[Eve]]\r\n\r\n`[[Ada]]`\r\n"
+
+
+# -- the rename invariant, on generated notes ---------------------------------------------------------------
+
+PIECES = [
+    "[[Ada]]",
+    "[[Ada|A]]",
+    "[[people/Ada#Work]]",
+    "![[Ada#^b1]]",
+    "[[Bob]]",
+    "[[archive/Ada]]",
+    "[x](../people/Ada.md)",
+    "[x](<../people/Ada.md#Work>)",
+    "![p](../img/ada.png)",
+    "[y](Bob.md)",
+    "[[#Local]]",
+    "`[[Ada]]`",
+    "``[x](../people/Ada.md)``",
+    "<!-- [[Ada]] -->",
+    "#tag",
+    "text",
+    "https://example.com/Ada.md",
+    "[[Nobody]]",
+    "`",
+]
+BLOCKS = ["", "- ", "- [ ] ", "> ", "## ", "    ", "| "]
+
+
+def generated_note(seed: int) -> str:
+    rng = random.Random(seed)
+    lines = ["---\nrelated: \"[[Ada]]\"\nother: '[[Bob]]'\n---"] if rng.random() < 0.5 else []
+    for _ in range(rng.randint(5, 25)):
+        if rng.random() < 0.1:
+            lines.append("```\n" + " ".join(rng.choices(PIECES, k=3)) + "\n```")
+        else:
+            lines.append(rng.choice(BLOCKS) + " ".join(rng.choices(PIECES, k=rng.randint(1, 6))))
+        if rng.random() < 0.2:
+            lines.append("")
+    return "\n".join(lines) + rng.choice(["\n", ""])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_after_a_rename_every_link_to_the_note_resolves_to_it_and_nothing_else_changed(seed: int) -> None:
+    before = VaultPaths(BEFORE)
+    old, new = "people/Ada.md", ["people/Ada Lovelace.md", "archive/2024/Ada.md", "Ada.md", "notes/Ada.md"][seed % 4]
+    after = before.moved(old, new)
+    text = generated_note(seed)
+    result = rewrite_note_links(text, "notes/x.md", old, new, before)
+    old_links, new_links = parse_links(text), parse_links(result.text)
+    assert len(old_links) == len(new_links)
+    changed = 0
+    for was, now in zip(old_links, new_links, strict=True):
+        resolved = before.resolve_link(was, "notes/x.md")
+        if resolved == old:
+            assert after.resolve_link(now, "notes/x.md") == new, (was.raw, now.raw)
+            assert (now.kind, now.heading, now.block, now.alias) == (was.kind, was.heading, was.block, was.alias)
+            changed += now.raw != was.raw
+        else:
+            assert now.raw == was.raw
+    assert changed == len(result.changes)
+    # Outside the rewritten links, the text is the same, byte for byte.
+    pieces, done = [], 0
+    for change in sorted(result.changes, key=lambda change: change.link.start):
+        start, end = change.link.start, change.link.end
+        if change.link.in_front_matter:
+            start, end = start - 1, end + 1
+        pieces += [text[done:start], change.new]
+        done = end
+    assert result.text == "".join(pieces) + text[done:]

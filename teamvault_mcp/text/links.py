@@ -318,6 +318,8 @@ def _link_strings(value: Any) -> Iterable[str]:
 
 def path_key(path: str) -> str:
     """The form two spellings of a path share when Obsidian takes them for the same file."""
+    if path.isascii():
+        return path.lower()  # the same as below, for most paths, and many times faster
     return unicodedata.normalize("NFC", path).casefold()
 
 
@@ -330,12 +332,13 @@ class VaultPaths:
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = frozenset(paths)
         self._by_key: dict[str, list[str]] = {}
-        self._by_name: dict[str, list[str]] = {}
-        for path in sorted(self.paths):
+        self._by_name: dict[str, list[tuple[str, str]]] = {}  # name key → (path key, path), best first
+        for path in sorted(self.paths, key=_depth_then_name):
             key = path_key(path)
             self._by_key.setdefault(key, []).append(path)
-            self._by_name.setdefault(key.rpartition("/")[2], []).append(path)
+            self._by_name.setdefault(key.rpartition("/")[2], []).append((key, path))
         self._cache: dict[tuple[str, str, bool], str | None] = {}
+        self._by_target: dict[str, tuple[str | None, str | None]] = {}
         self._names: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._closest: dict[str, str | None] = {}
         self._moved: dict[tuple[str, str], VaultPaths] = {}
@@ -355,7 +358,7 @@ class VaultPaths:
 
     def named(self, name: str) -> list[str]:
         """The files whose name (last segment, extension included) is ``name``, ignoring case."""
-        return list(self._by_name.get(path_key(name), ()))
+        return [path for _, path in self._by_name.get(path_key(name), ())]
 
     def resolve_link(self, link: Link, source_path: str) -> str | None:
         """The file ``link`` (in the note at ``source_path``) resolves to; None when it resolves to none."""
@@ -365,11 +368,12 @@ class VaultPaths:
         """The file the link target ``target`` names from the note at ``source_path`` (see the module docstring)."""
         if not target:
             return source_path
-        folder = posixpath.dirname(source_path)
+        folder = source_path.rpartition("/")[0]
         key = (target, folder, markdown)
-        if key not in self._cache:
-            self._cache[key] = self._resolve(target, folder, markdown)
-        return self._cache[key]
+        if key in self._cache:
+            return self._cache[key]
+        found = self._cache[key] = self._resolve(target, folder, markdown)
+        return found
 
     def _resolve(self, target: str, folder: str, markdown: bool) -> str | None:
         absolute = target.startswith("/")
@@ -380,24 +384,28 @@ class VaultPaths:
             found = self._first(folder, names)
             if found or explicit:
                 return found
-        found = self._first("", names)
-        if found or absolute:
-            return found
-        found = self._first(folder, names)
-        if found:
-            return found
+        from_root, by_suffix = self._anywhere(target, names)
+        if from_root or absolute:
+            return from_root
+        return (self._first(folder, names) if folder else None) or by_suffix
+
+    def _anywhere(self, target: str, names: list[str]) -> tuple[str | None, str | None]:
+        """What ``target`` names wherever the linking note is: the path from the root, and the best suffix match."""
+        found = self._by_target.get(target)
+        if found is None:
+            found = self._by_target[target] = (self._first("", names), self._suffix_match(names))
+        return found
+
+    def _suffix_match(self, names: list[str]) -> str | None:
         for name in names:
             normal = _joined("", name)
             if normal is None:
                 continue
             ending = path_key(normal)
-            matches = [
-                path
-                for path in self._by_name.get(ending.rpartition("/")[2], ())
-                if path_key(path) == ending or path_key(path).endswith("/" + ending)
-            ]
-            if matches:
-                return min(matches, key=_depth_then_name)
+            suffix = "/" + ending
+            for key, path in self._by_name.get(ending.rpartition("/")[2], ()):
+                if key == ending or key.endswith(suffix):
+                    return path  # the list is in order: fewest folders deep, then alphabetical
         return None
 
     def _first(self, folder: str, names: list[str]) -> str | None:
@@ -479,6 +487,8 @@ def _depth_then_name(path: str) -> tuple[int, str, str]:
 
 def _joined(folder: str, name: str) -> str | None:
     """``name`` relative to ``folder``, normalised; None when it leaves the vault."""
+    if not (name.startswith(".") or "/." in name or "//" in name or name.endswith("/")):
+        return f"{folder}/{name}" if folder else name  # nothing to normalise: most names
     joined = posixpath.normpath(posixpath.join(folder, name)) if folder else posixpath.normpath(name)
     if joined == ".." or joined.startswith("../") or joined in (".", "") or joined.startswith("/"):
         return None
