@@ -139,6 +139,8 @@ NOT_IN_CODE = {
     "a code span over two lines of a paragraph": ("a `code\n[[A]]` [[B]]", ["[[B]]"]),
     "no code span across a blank line": ("a `x\n\n[[B]]` y", ["[[B]]"]),
     "no code span from one list item into the next": ("- a `x\n- [[B]] `y", ["[[B]]"]),
+    "no code span from a heading into the next line": ("## a `x\n[[B]] `y", ["[[B]]"]),
+    "no code span from one table row into the next": ("| a `x |\n| [[B]] `y |", ["[[B]]"]),
     "an HTML comment": ("<!-- [[A]] --> [[B]]", ["[[B]]"]),
     "an HTML comment over lines and a blank line": ("<!--\n[[A]]\n\n[[A2]]\n--> [[B]]", ["[[B]]"]),
     "an HTML comment opened in a paragraph, closed in a list item": ("x <!-- [[A]]\n- y --> [[B]]", ["[[B]]"]),

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.text.properties import compile_sort, compile_where, sort_rows
+from teamvault_mcp.text.properties import compile_sort, compile_where, queryable, sort_rows
 
 NOTE: dict[str, Any] = {
     "path": "projects/apollo.md",
@@ -190,3 +190,19 @@ def test_a_bad_sort_is_refused(sort: Any, message: str) -> None:
 
 def test_no_sort_keeps_the_order() -> None:
     assert sort_rows(ROWS, compile_sort(None)) == ROWS
+
+
+def test_a_note_s_fields_are_its_front_matter_and_the_built_in_ones_which_win() -> None:
+    fields = queryable(
+        {"status": "active", "path": "fake.md", "tags": ["x"], "updatedAt": "never"},
+        path="real.md",
+        tags=["project/alpha"],
+        updated_at="2024-05-02T09:30:00Z",
+    )
+    assert fields == {
+        "status": "active",
+        "path": "real.md",
+        "tags": ["project/alpha"],
+        "updatedAt": "2024-05-02T09:30:00Z",
+    }
+    assert compile_where({"path": "real.md", "tags": "project", "updatedAt": {"gte": "2024-05-01"}}).matches(fields)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.text.tasks import note_tasks, select_tasks
 
 
@@ -76,6 +77,11 @@ def test_select_by_status() -> None:
     assert [task.text for task in select_tasks(found, "open")] == ["a", "d"]
     assert [task.text for task in select_tasks(found, "done")] == ["b", "c"]
     assert [task.text for task in select_tasks(found, "all")] == ["a", "b", "c", "d"]
+
+
+def test_an_unknown_status_is_refused() -> None:
+    with pytest.raises(ToolInputError, match="status must be open, done or all; got 'closed'"):
+        select_tasks([], "closed")
 
 
 def test_each_task_has_its_section_breadcrumb() -> None:

@@ -25,9 +25,9 @@ to order by that starts like a date but is none (``2024-5-1``, ``2024-02-30``) i
 text it would order by its characters. ``null`` as a value means "missing or empty"
 (``{"due": null}`` is ``{"due": {"exists": false}}``).
 
-The caller adds the fields every note has: ``path``, ``tags`` (the note's tags, front
-matter and inline, without ``#``) and ``updatedAt``; a front matter field of the same name is
-shadowed. For ``tags``, a value's leading ``#`` is ignored and a tag matches its nested tags
+:func:`queryable` gives a note's fields: its front matter, and the fields every note has,
+``path``, ``tags`` (front matter and inline, without ``#``) and ``updatedAt``, which win over
+front matter keys of those names. For ``tags``, a value's leading ``#`` is ignored and a tag matches its nested tags
 (``"project"`` matches ``project/alpha``), as Obsidian's tag search does. Other field names
 match a front matter key exactly, or else the one key that matches ignoring case.
 
@@ -45,7 +45,7 @@ import datetime
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +141,15 @@ def sort_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[SortKey]) -> lis
         return 0
 
     return sorted(rows, key=functools.cmp_to_key(compare))
+
+
+def queryable(
+    front_matter: Mapping[str, Any], *, path: str, tags: Iterable[str], updated_at: str | None
+) -> dict[str, Any]:
+    """A note's fields for ``where`` and ``sort``: its front matter, then ``path``, ``tags`` and ``updatedAt``."""
+    fields = {key: value for key, value in front_matter.items() if key not in BUILT_IN_FIELDS}
+    fields.update(path=path, tags=list(tags), updatedAt=updated_at)
+    return fields
 
 
 def field_value(fields: Mapping[str, Any], name: str) -> Any:

@@ -21,7 +21,8 @@ Not prose, as CommonMark has it (simplified where noted):
   paragraph (an unmatched run is plain text; a backslash-escaped backtick opens nothing);
 - HTML comments, ``<!--`` to the next ``-->``, across lines.
 
-Obsidian's own ``%%comments%%`` stay prose: Obsidian lists the links in them too.
+Obsidian's own ``%%comments%%`` stay prose: a link hidden in one is still a link, to keep
+right when its note moves.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from functools import cached_property
 from typing import Any
 
 from teamvault_mcp import frontmatter
-from teamvault_mcp.errors import TeamVaultError
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _NOT_LINE_BREAK = re.compile(r"[^\r\n]")
@@ -79,7 +79,7 @@ class NoteText:
             return {}, None
         try:
             fields, _ = frontmatter.read(self.text, self.path or "the note")
-        except TeamVaultError as error:  # FrontMatterError: bad YAML, or past a limit
+        except frontmatter.FrontMatterError as error:  # bad YAML, or past a limit: the body still counts
             return {}, str(error)
         return fields, None
 
@@ -216,6 +216,8 @@ def not_prose(text: str, body_start: int) -> list[tuple[int, int]]:
                 paragraph[0] = start
             paragraph[1] = end
             after_blank = False
+            if shape.group("block"):
+                resume = flush()  # a heading or a table row is one line: no code span runs on from it
             break
     flush()
     return spans

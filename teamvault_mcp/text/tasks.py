@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from teamvault_mcp import markdown
+from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.text.prose import NoteText, as_note
 
 _ITEM_WITH_BOX = r"(?P<lead>[ \t>]*)(?:[-*+]|\d{1,9}[.)])[ \t]+\[(?P<status>[^\]\r\n])\](?:[ \t]+|(?=[\r\n])|$)"
@@ -87,8 +88,13 @@ def note_tasks(note: str | NoteText, path: str = "") -> list[Task]:
     return tasks
 
 
+STATUS_CHOICES = ("open", "done", "all")
+
+
 def select_tasks(tasks: list[Task], status: str) -> list[Task]:
     """The tasks with ``status`` ``open``, ``done`` (done or cancelled) or ``all``."""
+    if status not in STATUS_CHOICES:
+        raise ToolInputError(f"status must be open, done or all; got {status!r}.")
     if status == "all":
         return list(tasks)
     return [task for task in tasks if task.done == (status == "done")]
