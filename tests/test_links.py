@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -622,3 +623,13 @@ def test_after_a_rename_every_link_to_the_note_resolves_to_it_and_nothing_else_c
         pieces += [text[done:start], change.new]
         done = end
     assert result.text == "".join(pieces) + text[done:]
+
+
+def test_many_unmatched_backtick_runs_cost_linear_time() -> None:
+    # Runs of 1 to 1,999 backticks, none closed: each one searched the rest of its paragraph for a closer,
+    # 2,000 times over 2 MB (about 30 s), before the runs were indexed once per paragraph (tens of ms).
+    text = " x ".join("`" * length for length in range(1, 2000)) + " [[Ada]]\n"
+    started = time.monotonic()
+    assert raws(text) == ["[[Ada]]"]
+    elapsed = time.monotonic() - started
+    assert elapsed < 10, f"{elapsed:.1f} s for a 2 MB paragraph: quadratic again, or the machine is far too slow"

@@ -46,6 +46,7 @@ _SHAPE = re.compile(
 _QUOTE_MARKERS = re.compile(r"(?: {0,3}>[ \t]?)+")
 #: What opens something in a paragraph: an escaped character, a run of backticks, a comment.
 _INLINE = re.compile(r"\\[\s\S]|`+|<!--")
+_BACKTICKS = re.compile(r"`+")
 
 
 class NoteText:
@@ -278,6 +279,7 @@ def _inline_spans(text: str, start: int, end: int, spans: list[tuple[int, int]])
     """
     if text.find("`", start, end) < 0 and text.find("<!--", start, end) < 0:
         return -1
+    runs: dict[int, list[int]] | None = None  # backtick runs by length → where they start: found once
     position = start
     while True:
         match = _INLINE.search(text, position, end)
@@ -294,20 +296,14 @@ def _inline_spans(text: str, start: int, end: int, spans: list[tuple[int, int]])
                 return stop
             position = stop
         else:
-            closer = _closing_run(len(token)).search(text, match.end(), end)
-            if closer is None:
-                position = match.end()  # no run of the same length: the backticks are text
+            if runs is None:
+                runs = {}
+                for run in _BACKTICKS.finditer(text, start, end):
+                    runs.setdefault(len(run.group()), []).append(run.start())
+            starts = runs.get(len(token), [])
+            later = bisect.bisect_right(starts, match.start())
+            if later == len(starts):
+                position = match.end()  # no later run of the same length: the backticks are text
             else:
-                spans.append((match.start(), closer.end()))
-                position = closer.end()
-
-
-_CLOSING_RUNS: dict[int, re.Pattern[str]] = {}
-
-
-def _closing_run(length: int) -> re.Pattern[str]:
-    """A run of exactly ``length`` backticks."""
-    pattern = _CLOSING_RUNS.get(length)
-    if pattern is None:
-        pattern = _CLOSING_RUNS.setdefault(length, re.compile(rf"(?<!`)`{{{length}}}(?!`)"))
-    return pattern
+                position = starts[later] + len(token)
+                spans.append((match.start(), position))
