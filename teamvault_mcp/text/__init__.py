@@ -1,4 +1,5 @@
-"""Pure functions on text, no I/O: paths, markdown, diffs, edits, front matter, schemas, search.
+"""Pure functions on text, no I/O: paths, markdown, diffs, edits, front matter, schemas, search, and the
+vault's links, tags, tasks and property queries.
 
 Nothing is imported here: ``ruamel.yaml`` and ``regex`` are loaded by the modules that need them.
 """

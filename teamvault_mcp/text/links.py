@@ -1,0 +1,495 @@
+"""Obsidian's link model: the links a note holds, and the file each one resolves to. Pure.
+
+Syntax (:func:`parse_links`), in prose only (``prose.py``: not in code, inline code or HTML
+comments):
+
+- wikilinks ``[[target]]``, ``[[target|alias]]``, ``[[target#Heading]]``, ``[[target#^block]]``,
+  ``[[#Heading]]`` (the same note); a nested heading ``[[target#A#B]]`` keeps ``A#B``; in a
+  table, ``[[target\\|alias]]`` (the escaped pipe) is the same link;
+- Markdown links ``[text](path.md)``: the destination percent-decoded, bare or ``<…>``, with
+  an optional ``#fragment`` and title; on one line; ``scheme:`` destinations (``https:``,
+  ``mailto:``, ``obsidian:`` …) and ``//host`` are external and not vault links;
+- embeds: either form with ``!`` in front (``kind="embed"``, ``syntax`` says which form);
+- front matter: a property value that is a quoted wikilink, whole (``related: "[[Ada]]"``,
+  or items of a list). Obsidian takes no other links from front matter.
+
+Not read as vault links: reference-style links (``[text][ref]``), autolinks (``<https://…>``),
+HTML ``<a href>``, and a Markdown link whose text holds a wikilink (the wikilink is read).
+
+Resolution (:meth:`VaultPaths.resolve`): a target without an extension means ``.md`` (the
+target as written is tried first: ``[[v1.2]]`` is ``v1.2`` if such a file exists, else
+``v1.2.md``); paths compare case-insensitively (NFC, case folded), an exact-case match
+winning over another spelling. In order, the first that names a file wins:
+
+1. Markdown links, and wikilinks starting ``./`` or ``../``: the path relative to the
+   linking note's folder (``../`` may not leave the vault). A ``./``/``../`` wikilink stops here.
+2. The path from the vault's root (a leading ``/`` says so, and stops the search here).
+3. The path relative to the linking note's folder: for a bare name, the note in the same folder.
+4. Any file whose path ends with the target, segment by segment (a bare name matches a
+   file of that name anywhere; ``[[people/Ada]]`` matches ``team/people/Ada.md``). Among
+   several, Obsidian's choice is not documented; ours: the fewest folders deep, then
+   alphabetically by path (case folded), so the answer never depends on listing order.
+
+So with ``Ada.md``, ``people/Ada.md`` and ``team/people/Ada.md``, ``[[Ada]]`` is ``Ada.md``
+from anywhere (step 2), ``[[people/Ada]]`` is ``people/Ada.md`` (step 2) and, without the
+root ``Ada.md``, ``[[Ada]]`` from ``team/people/x.md`` is ``team/people/Ada.md`` (step 3) and
+from ``notes/x.md`` is ``people/Ada.md`` (step 4: fewer folders deep). Aliases in front
+matter do not resolve links, as in Obsidian.
+
+Syntax and resolution read better in one module (the issue asks for one link model, and
+both turn on :class:`Link`), which makes it longer than most; rewriting links after a move,
+which uses both, lives in ``relink.py``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import posixpath
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from teamvault_mcp.text.prose import NoteText, as_note
+
+#: ``[[…]]`` holding no ``[[`` or ``]]`` and no line break (an embed's ``!`` is looked at apart: a pattern
+#: that starts with a literal is found many times faster).
+_WIKI = re.compile(r"\[\[([^\[\]\n]*(?:(?:\[(?!\[)|\](?!\]))[^\[\]\n]*)*)\]\]")
+#: ``[text](destination "title")``, the text with nested brackets one level deep.
+_MARKDOWN = re.compile(
+    r"\[(?P<text>[^\[\]\n\\]*(?:(?:\\.|\[[^\[\]\n\\]*(?:\\.[^\[\]\n\\]*)*\])[^\[\]\n\\]*)*)\]"
+    r"\([ \t]*(?:<(?P<angle>[^<>\n]*)>|(?P<bare>(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+_EXTERNAL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:|//")
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_YAML_KEY = re.compile(r"""(?:"([^"\n]*)"|'([^'\n]*)'|([^\s#'"\-?:][^:\n]*?))[ \t]*:(?:[ \t]|$)""")
+_NAME_NOISE = re.compile(r"[\W_]+")
+
+MARKDOWN_EXTENSION = ".md"
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One link in a note, as written.
+
+    ``kind`` is ``wiki``, ``markdown``, ``embed`` (either form with ``!``) or ``frontmatter``;
+    ``syntax`` is the form, ``wiki`` (``[[…]]``) or ``markdown`` (``[…](…)``). ``target`` is the
+    path part, decoded (``""`` for a link to a heading of the same note); ``heading`` and
+    ``block`` (without its ``^``) the part after ``#``; ``alias`` the text shown (a wikilink's
+    ``|alias``, a Markdown link's text). ``line`` and ``column`` (1-based) are where ``raw``
+    starts, ``end_column`` just past its end; ``start``/``end`` are offsets in the note.
+    ``raw[target_start:target_end]`` is the written target, the part a rewrite replaces.
+    A front matter link's ``raw`` is the YAML value (quotes and escapes undone), ``field``
+    its property and ``quote`` the quote it is written in.
+    """
+
+    kind: str
+    syntax: str
+    raw: str
+    target: str
+    heading: str | None
+    block: str | None
+    alias: str | None
+    line: int
+    column: int
+    end_column: int
+    start: int
+    end: int
+    target_start: int
+    target_end: int
+    field: str | None = None
+    quote: str = ""
+
+    @property
+    def in_front_matter(self) -> bool:
+        return self.kind == "frontmatter"
+
+    @property
+    def embed(self) -> bool:
+        return self.kind == "embed"
+
+
+def parse_links(note: str | NoteText, path: str = "") -> list[Link]:
+    """Every link of the note, front matter first, then in the order of the text."""
+    note = as_note(note, path)
+    if "links" not in note.found:
+        note.found["links"] = tuple(_links(note))
+    return list(note.found["links"])
+
+
+def _links(note: NoteText) -> list[Link]:
+    links = _front_matter_links(note)
+    prose = note.prose
+    taken: list[tuple[int, int]] = []
+    for match in _WIKI.finditer(prose, note.body_start):
+        start = match.start()
+        embed = start > note.body_start and prose[start - 1] == "!"
+        link = _wikilink(note, start - embed, match.end(), embed=embed)
+        if link is not None:
+            links.append(link)
+            taken.append((link.start, link.end))
+    for line_start, line_end in _lines_with(prose, "](", note.body_start):
+        for match in _MARKDOWN.finditer(prose, line_start, line_end):
+            start = match.start()
+            embed = start > line_start and prose[start - 1] == "!"
+            if not _overlaps(taken, start - embed, match.end()):
+                link = _markdown_link(note, match, embed=embed)
+                if link is not None:
+                    links.append(link)
+    links.sort(key=lambda link: (not link.in_front_matter, link.start))
+    return links
+
+
+# -- parsing --------------------------------------------------------------------------------------------------
+
+
+def _wikilink(
+    note: NoteText, start: int, end: int, *, embed: bool, raw: str | None = None, field: str | None = None
+) -> Link | None:
+    """The wikilink ``note.text[start:end]``, or None when it names nothing.
+
+    A front matter link passes ``raw``, its value as read, and ``field`` (None when the property is not known).
+    """
+    in_front_matter = raw is not None
+    quote = note.text[start - 1] if in_front_matter else ""
+    raw = note.text[start:end] if raw is None else raw
+    opening = 3 if embed else 2
+    inner = raw[opening:-2]
+    target_text, bar, alias = inner.partition("|")
+    if bar and target_text.endswith("\\"):  # [[a\|b]] in a table
+        target_text = target_text[:-1]
+    path_text, hash_mark, subpath = target_text.partition("#")
+    target = path_text.strip()
+    if not target and not hash_mark:
+        return None
+    heading = block = None
+    if hash_mark:
+        if subpath.startswith("^"):
+            block = subpath[1:].strip()
+        else:
+            heading = subpath.strip()
+    lead = len(path_text) - len(path_text.lstrip())
+    target_start = opening + lead
+    line, column = note.position(start)
+    _, end_column = note.position(end)
+    return Link(
+        kind="frontmatter" if in_front_matter else ("embed" if embed else "wiki"),
+        syntax="wiki",
+        raw=raw,
+        target=target,
+        heading=heading,
+        block=block,
+        alias=alias.strip() if bar else None,
+        line=line,
+        column=column,
+        end_column=end_column,
+        start=start,
+        end=end,
+        target_start=target_start,
+        target_end=target_start + len(target),
+        field=field,
+        quote=quote,
+    )
+
+
+def _lines_with(text: str, needle: str, start: int) -> list[tuple[int, int]]:
+    """The (start, end) of each line of ``text`` from ``start`` on that holds ``needle``."""
+    found: list[tuple[int, int]] = []
+    position = text.find(needle, start)
+    while position >= 0:
+        line_start = max(text.rfind("\n", start, position) + 1, start)
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        found.append((line_start, line_end))
+        position = text.find(needle, line_end)
+    return found
+
+
+def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether ``start``..``end`` overlaps one of ``spans`` (sorted, not overlapping)."""
+    index = bisect.bisect_left(spans, (end, -1)) - 1  # the last span that starts before ``end``
+    return index >= 0 and spans[index][1] > start
+
+
+def _markdown_link(note: NoteText, match: re.Match[str], *, embed: bool) -> Link | None:
+    angle = match.group("angle")
+    group = "angle" if angle is not None else "bare"
+    destination = match.group(group)
+    if not destination or _EXTERNAL.match(destination):
+        return None
+    written, hash_mark, fragment = destination.partition("#")
+    if group == "bare":
+        written, fragment = _ESCAPED.sub(r"\1", written), _ESCAPED.sub(r"\1", fragment)
+    target = unquote(written).strip()
+    if not target and not hash_mark:
+        return None
+    fragment = unquote(fragment)
+    start, end = match.start() - embed, match.end()
+    line, column = note.position(start)
+    _, end_column = note.position(end)
+    target_start = match.start(group) - start
+    return Link(
+        kind="embed" if embed else "markdown",
+        syntax="markdown",
+        raw=note.text[start:end],
+        target=target,
+        heading=fragment if hash_mark and not fragment.startswith("^") else None,
+        block=fragment[1:] if fragment.startswith("^") else None,
+        alias=match.group("text"),
+        line=line,
+        column=column,
+        end_column=end_column,
+        start=start,
+        end=end,
+        target_start=target_start,
+        target_end=target_start + len(destination.partition("#")[0]),
+    )
+
+
+def _front_matter_links(note: NoteText) -> list[Link]:
+    """Quoted wikilinks that are a whole front matter value; checked against the fields as read."""
+    yaml = note.split.yaml
+    if "[[" not in yaml or not note.fields:
+        return []
+    values = Counter(_link_strings(note.fields))
+    links: list[Link] = []
+    field: str | None = None
+    offset = note.yaml_start
+    for line in yaml.splitlines(keepends=True):
+        key = _YAML_KEY.match(line)
+        if key:
+            field = next(group for group in key.groups() if group is not None).strip()
+        if "[[" in line and not line.lstrip().startswith("#"):
+            links += _quoted_links(note, line, offset, field, values)
+        offset += len(line)
+    return links
+
+
+def _quoted_links(note: NoteText, line: str, offset: int, field: str | None, values: Counter[str]) -> list[Link]:
+    found: list[Link] = []
+    for match in _WIKI.finditer(line):
+        start, end = match.span()
+        embed = line[start - 1 : start] == "!"
+        start -= embed
+        quote = line[start - 1] if start > 0 else ""
+        if quote not in ("'", '"') or line[end : end + 1] != quote or _in_comment(line[: start - 1]):
+            continue
+        value = _unquoted_yaml(line[start:end], quote)
+        if values[value] <= 0:
+            continue  # not a value as read (an escape we do not undo, a key, a comment): leave it alone
+        values[value] -= 1
+        link = _wikilink(note, offset + start, offset + end, embed=embed, raw=value, field=field)
+        if link is not None:
+            found.append(link)
+    return found
+
+
+def _in_comment(before: str) -> bool:
+    """Whether a YAML comment starts in ``before`` (text outside quotes, ``#`` after a space)."""
+    outside = re.sub(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'", "", before)
+    return outside.startswith("#") or " #" in outside or "\t#" in outside
+
+
+def _unquoted_yaml(text: str, quote: str) -> str:
+    if quote == "'":
+        return text.replace("''", "'")
+    return re.sub(r'\\([\\"/])', r"\1", text)
+
+
+def _link_strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        if value.startswith(("[[", "![[")) and value.endswith("]]"):
+            yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _link_strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _link_strings(item)
+
+
+# -- resolution -----------------------------------------------------------------------------------------------
+
+
+def path_key(path: str) -> str:
+    """The form two spellings of a path share when Obsidian takes them for the same file."""
+    if path.isascii():
+        return path.lower()  # the same as below, for most paths, and many times faster
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+class VaultPaths:
+    """The vault's file paths, indexed once for link resolution (and :func:`closest_note`).
+
+    Answers are cached per instance: build a new one when the vault's paths change.
+    """
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = frozenset(paths)
+        self._by_key: dict[str, list[str]] = {}
+        self._by_name: dict[str, list[tuple[str, str]]] = {}  # name key → (path key, path), best first
+        for path in sorted(self.paths, key=_depth_then_name):
+            key = path_key(path)
+            self._by_key.setdefault(key, []).append(path)
+            self._by_name.setdefault(key.rpartition("/")[2], []).append((key, path))
+        self._cache: dict[tuple[str, str, bool], str | None] = {}
+        self._by_target: dict[str, tuple[str | None, str | None]] = {}
+        self._names: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        self._closest: dict[str, str | None] = {}
+        self._moved: dict[tuple[str, str], VaultPaths] = {}
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.paths
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def moved(self, old_path: str, new_path: str) -> VaultPaths:
+        """The paths after ``old_path`` became ``new_path`` (one instance per move, so its answers are cached too)."""
+        key = (old_path, new_path)
+        if key not in self._moved:
+            self._moved[key] = VaultPaths((self.paths - {old_path}) | {new_path})
+        return self._moved[key]
+
+    def named(self, name: str) -> list[str]:
+        """The files whose name (last segment, extension included) is ``name``, ignoring case."""
+        return [path for _, path in self._by_name.get(path_key(name), ())]
+
+    def resolve_link(self, link: Link, source_path: str) -> str | None:
+        """The file ``link`` (in the note at ``source_path``) resolves to; None when it resolves to none."""
+        return self.resolve(link.target, source_path, markdown=link.syntax == "markdown")
+
+    def resolve(self, target: str, source_path: str, *, markdown: bool = False) -> str | None:
+        """The file the link target ``target`` names from the note at ``source_path`` (see the module docstring)."""
+        if not target:
+            return source_path
+        folder = source_path.rpartition("/")[0]
+        key = (target, folder, markdown)
+        if key in self._cache:
+            return self._cache[key]
+        found = self._cache[key] = self._resolve(target, folder, markdown)
+        return found
+
+    def _resolve(self, target: str, folder: str, markdown: bool) -> str | None:
+        absolute = target.startswith("/")
+        target = target.lstrip("/")
+        explicit = target in (".", "..") or target.startswith(("./", "../"))
+        names = [target] if target.lower().endswith(MARKDOWN_EXTENSION) else [target, target + MARKDOWN_EXTENSION]
+        if (markdown and not absolute) or explicit:
+            found = self._first(folder, names)
+            if found or explicit:
+                return found
+        from_root, by_suffix = self._anywhere(target, names)
+        if from_root or absolute:
+            return from_root
+        return (self._first(folder, names) if folder else None) or by_suffix
+
+    def _anywhere(self, target: str, names: list[str]) -> tuple[str | None, str | None]:
+        """What ``target`` names wherever the linking note is: the path from the root, and the best suffix match."""
+        found = self._by_target.get(target)
+        if found is None:
+            found = self._by_target[target] = (self._first("", names), self._suffix_match(names))
+        return found
+
+    def _suffix_match(self, names: list[str]) -> str | None:
+        for name in names:
+            normal = _joined("", name)
+            if normal is None:
+                continue
+            ending = path_key(normal)
+            suffix = "/" + ending
+            for key, path in self._by_name.get(ending.rpartition("/")[2], ()):
+                if key == ending or key.endswith(suffix):
+                    return path  # the list is in order: fewest folders deep, then alphabetical
+        return None
+
+    def _first(self, folder: str, names: list[str]) -> str | None:
+        """The first of ``names``, relative to ``folder``, that is a file."""
+        for name in names:
+            found = self._exact(_joined(folder, name))
+            if found:
+                return found
+        return None
+
+    def _exact(self, path: str | None) -> str | None:
+        if path is None:
+            return None
+        spellings = self._by_key.get(path_key(path))
+        if not spellings:
+            return None
+        return path if path in spellings else spellings[0]
+
+    def closest(self, name: str) -> str | None:
+        """:func:`closest_note` in this vault, cached per name."""
+        wanted = path_key(_display_name(name.strip()))
+        if wanted not in self._closest:
+            self._closest[wanted] = _closest(wanted, *self.display_names()) if wanted else None
+        return self._closest[wanted]
+
+    def display_names(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Each file's name as a link shows it (a note without ``.md``), case folded → its files, best first;
+        and the same with spaces and punctuation left out."""
+        if self._names is None:
+            names: dict[str, list[str]] = {}
+            squeezed: dict[str, list[str]] = {}
+            for path in sorted(self.paths, key=_depth_then_name):
+                name = path_key(_display_name(path))
+                names.setdefault(name, []).append(path)
+                squeezed.setdefault(_NAME_NOISE.sub("", name), []).append(path)
+            self._names = (names, squeezed)
+        return self._names
+
+
+def as_vault(vault_paths: VaultPaths | Collection[str]) -> VaultPaths:
+    return vault_paths if isinstance(vault_paths, VaultPaths) else VaultPaths(vault_paths)
+
+
+def resolve_links(
+    links: Iterable[Link], source_path: str, vault_paths: VaultPaths | Collection[str]
+) -> list[tuple[Link, str | None]]:
+    """Each link with the file it resolves to (None: broken)."""
+    vault = as_vault(vault_paths)
+    return [(link, vault.resolve_link(link, source_path)) for link in links]
+
+
+def closest_note(name: str, vault_paths: VaultPaths | Collection[str]) -> str | None:
+    """The file a broken link to ``name`` most likely meant; None when nothing is close.
+
+    The same name ignoring case, spaces and punctuation (``ada-lovelace`` for ``Ada Lovelace``)
+    comes first, then the most similar name (difflib's ratio, at least 0.6); the target's
+    folders do not count, so a note moved to another folder is found by its name. Among files
+    of that name: the fewest folders deep, then alphabetically.
+    """
+    return as_vault(vault_paths).closest(name)
+
+
+def _closest(wanted: str, names: dict[str, list[str]], squeezed: dict[str, list[str]]) -> str | None:
+    for key, index in ((wanted, names), (_NAME_NOISE.sub("", wanted), squeezed)):
+        if key in index:
+            return index[key][0]
+    close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.6)
+    return names[close[0]][0] if close else None
+
+
+def _display_name(path: str) -> str:
+    name = path.rpartition("/")[2]
+    return name[: -len(MARKDOWN_EXTENSION)] if name.lower().endswith(MARKDOWN_EXTENSION) else name
+
+
+def _depth_then_name(path: str) -> tuple[int, str, str]:
+    return path.count("/"), path_key(path), path
+
+
+def _joined(folder: str, name: str) -> str | None:
+    """``name`` relative to ``folder``, normalised; None when it leaves the vault."""
+    if not (name.startswith(".") or "/." in name or "//" in name or name.endswith("/")):
+        return f"{folder}/{name}" if folder else name  # nothing to normalise: most names
+    joined = posixpath.normpath(posixpath.join(folder, name)) if folder else posixpath.normpath(name)
+    if joined == ".." or joined.startswith("../") or joined in (".", "") or joined.startswith("/"):
+        return None
+    return joined
