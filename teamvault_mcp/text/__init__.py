@@ -1,0 +1,1 @@
+"""Pure text functions: parsing, diffs and edits of note texts, with no I/O."""
