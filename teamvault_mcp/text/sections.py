@@ -14,12 +14,12 @@ its subsections are part of it (as ``read_note(section=…)`` has it).
 - ``replace``: everything under the heading, subsections included, replaced; the heading and
   the blank lines around the body stay. For the whole note: everything after the front matter.
 
-Blank lines at the content's edges are dropped; the note decides them instead (see
-:func:`joins` for where the content goes right against its neighbour):
+Blank lines at the content's edges are dropped; the note decides them instead (``blocks.py``):
 
-1. between existing text and the content: none when they join (a list item under a tight list,
-   a table row under a table, a quote line under a quote, a line under a run of two or more
-   plain lines without blank lines: a log), else one;
+1. between existing text and the content: none when they join, else one. They join when a list
+   item meets a tight list (a loose one, blank lines between its items, stays loose), a table
+   row a table, a quote line a quote, or a plain line a log: text that is one run of two or
+   more plain lines (since the last heading). A ``---`` or ``===`` line never joins a line above;
 2. between a heading (or the front matter) and content in an empty section: one blank line if
    most headings of the note have one under them (none after front matter);
 3. between the content and a heading that follows: the blank lines that were there; when there
@@ -42,18 +42,13 @@ from functools import cached_property
 
 from teamvault_mcp.errors import EditFailedError, ToolInputError
 from teamvault_mcp.markdown import Document, Heading, find_section, parse
+from teamvault_mcp.text.blocks import ATX, SETEXT_UNDERLINE, joins, open_fence
 from teamvault_mcp.textdiff import newline_of
 
 MODES = ("append", "prepend", "replace")
 BOM = "\ufeff"
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-# How markdown.py reads these lines (after at most three spaces of indentation).
-_ATX = re.compile(r"#{1,6}(?:[ \t]|$)")
-_SETEXT = re.compile(r"(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"(`{3,}|~{3,})(.*)$")
-_THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _NAME_SUFFIX = re.compile(r" \[\d+\]$")
 
 
@@ -67,14 +62,14 @@ def edit_section(text: str, section: Sequence[str] | str, content: str, mode: st
     if mode not in MODES:
         raise ToolInputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
     new = content_lines(content)
-    _refuse_open_fence(new, 0, "The content")
+    _refuse_unclosed_content(new)
     if not new and mode != "replace":
         raise ToolInputError(
             f"content is empty: there is nothing to {mode}. To empty a section, use mode=replace with empty content."
         )
-    bom = BOM if text.startswith(BOM) else ""  # kept at the very top, whatever goes there
-    body = text[len(bom) :]
-    note = _Note(parse(body))
+    if text == BOM:  # a byte-order mark and nothing else: an empty note
+        return BOM + edit_section("", section, content, mode)
+    note = _Note(parse(text))  # as section reads parse it, so that their tocPaths name the same sections
     heading = section_heading(note.document, section)
     if heading is None:
         start, end = note.front_matter_end, len(note.bare)
@@ -86,10 +81,10 @@ def edit_section(text: str, section: Sequence[str] | str, content: str, mode: st
         at, until, inserted = note.prepend(start, end, new)
     else:
         at, until, inserted = note.replace(start, end, new)
-    ends_with_break = body.endswith(("\n", "\r")) if body else content.endswith(("\n", "\r"))
-    result = _splice(note.document.lines, at, until, inserted, newline_of(body), ends_with_break)
-    _check_headings(note.document, result, at, until, new)
-    return bom + result
+    ends_with_break = text.endswith(("\n", "\r")) if text else content.endswith(("\n", "\r"))
+    result = _splice(note.document.lines, at, until, inserted, newline_of(text), ends_with_break)
+    _check_headings(text, result, at, until, new)
+    return result
 
 
 def create_note_with(section: Sequence[str] | str, content: str) -> str:
@@ -112,7 +107,7 @@ def create_note_with(section: Sequence[str] | str, content: str) -> str:
             raise ToolInputError(f"section is {len(names)} headings deep; markdown has six heading levels.")
         blocks.append(f"{'#' * depth} {name.strip()}")
     lines = content_lines(content)
-    _refuse_open_fence(lines, 0, "The content")
+    _refuse_unclosed_content(lines)
     if lines:
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n" if blocks else ""
@@ -162,77 +157,6 @@ def _json_list(names: tuple[str, ...]) -> str:
     return "[" + ", ".join(f'"{name}"' for name in names) + "]"
 
 
-# -- the note's layout ---------------------------------------------------------------------------------
-
-
-def kind_of(line: str) -> str:
-    """What a line is, for the blank-line rules: blank, heading, fence, break, item, row, quote, indented, plain."""
-    content = line.lstrip(" ")
-    if not content.strip():
-        return "blank"
-    if len(line) - len(content) >= 4 or content[0] == "\t":
-        return "indented"
-    if _ATX.match(content):
-        return "heading"
-    if _FENCE.match(content):
-        return "fence"
-    if _THEMATIC_BREAK.match(content):
-        return "break"
-    if _LIST_ITEM.match(content):
-        return "item"
-    if content[0] == "|":
-        return "row"
-    if content[0] == ">":
-        return "quote"
-    return "indented" if line[0] in " \t" and len(line) - len(content) >= 2 else "plain"
-
-
-def joins(upper: list[str], lower: list[str], existing_above: bool) -> bool:
-    """Whether ``lower`` goes right under ``upper`` with no blank line (rule 1 of the module docstring).
-
-    ``upper`` ends and ``lower`` starts with a non-blank line; both are the lines of one section
-    between headings. ``existing_above`` says which of them is the note's (whose layout decides).
-    """
-    last, first = upper[-1], lower[0]
-    if _SETEXT.match(first.lstrip(" ")) and kind_of(last) in ("plain", "indented"):
-        return False  # "---" or "===" right under a line would make that line a heading
-    above, below = kind_of(last), kind_of(first)
-    if below == "item":
-        in_list = above == "item" or (above == "indented" and "item" in map(kind_of, _blocks(upper)[-1]))
-        return in_list and not _loose_list(upper if existing_above else lower, at_end=existing_above)
-    if above == below and above in ("row", "quote"):
-        return True
-    existing = upper if existing_above else lower
-    return above == below == "plain" and _is_log(existing)
-
-
-def _blocks(lines: list[str]) -> list[list[str]]:
-    """The runs of non-blank lines."""
-    blocks: list[list[str]] = [[]]
-    for line in lines:
-        if line.strip():
-            blocks[-1].append(line)
-        elif blocks[-1]:
-            blocks.append([])
-    return [block for block in blocks if block]
-
-
-def _loose_list(lines: list[str], *, at_end: bool) -> bool:
-    """Whether the list at the end (or the start) of ``lines`` has blank lines between its items."""
-    blocks = _blocks(lines)
-    if len(blocks) < 2:
-        return False
-    if at_end:  # the last block starts an item, and the block above it ends in the same list
-        return kind_of(blocks[-1][0]) == "item" and kind_of(blocks[-2][-1]) in ("item", "indented")
-    return kind_of(blocks[1][0]) == "item" and kind_of(blocks[0][-1]) in ("item", "indented")
-
-
-def _is_log(lines: list[str]) -> bool:
-    """Two or more plain lines and no blank line between them: one entry per line."""
-    blocks = _blocks(lines)
-    return len(blocks) == 1 and len(blocks[0]) >= 2 and all(kind_of(line) == "plain" for line in blocks[0])
-
-
 @dataclass
 class _Note:
     """A parsed note with what the blank-line rules need: heading lines, front matter, the note's habits.
@@ -245,6 +169,8 @@ class _Note:
 
     def __post_init__(self) -> None:
         self.bare = [line.rstrip("\r\n") for line in self.document.lines]
+        if self.bare:
+            self.bare[0] = self.bare[0].removeprefix(BOM)
         self.front_matter_end = _after_front_matter(self.bare)
         #: For each heading's first line, its last line: the underline of a setext heading.
         self.heading_end = {h.start_line - 1: self._last_heading_line(h) for h in _flat(self.document.headings)}
@@ -252,11 +178,11 @@ class _Note:
 
     def _last_heading_line(self, heading: Heading) -> int:
         start = heading.start_line - 1
-        if _ATX.match(self.bare[start].lstrip(" ")):
+        if ATX.match(self.bare[start].lstrip(" ")):
             return start
         for index in range(start + 1, heading.end_line):
             line = self.bare[index]
-            if len(line) - len(line.lstrip(" ")) < 4 and _SETEXT.match(line.lstrip(" ")):
+            if len(line) - len(line.lstrip(" ")) < 4 and SETEXT_UNDERLINE.match(line.lstrip(" ")):
                 return index
         return start  # not reached: markdown.py found an underline
 
@@ -306,7 +232,12 @@ class _Note:
             return self._fill_empty(tail + 1, end, new)
         region_start = max([start, *(index + 1 for index in self.heading_lines if index < tail)])
         region = self.bare[region_start : tail + 1]
-        _refuse_open_fence(region, region_start, "The section ends inside")
+        if (fence := open_fence(region)) is not None:
+            raise EditFailedError(
+                f"The section ends inside a code block that is never closed (the {fence[0]} at line "
+                f"{region_start + fence[1] + 1}): appended text would be code too. Close the block first "
+                "(edit_note), then append. Nothing was changed."
+            )
         separator = [] if joins(region, new, existing_above=True) else [""]
         after = self._gap_after(end, section_was_empty=False) if tail + 1 == end else []
         return tail + 1, tail + 1, separator + new + after
@@ -351,35 +282,22 @@ def _after_front_matter(bare: list[str]) -> int:
     return 0
 
 
-def _refuse_open_fence(region: list[str], first_line: int, where: str) -> None:
-    """Refuse to add text after a code fence that is never closed: the text would be code too."""
-    fence: tuple[str, int, int] | None = None  # marker character, length, line index
-    for offset, line in enumerate(region):
-        content = line.lstrip(" ")
-        if len(line) - len(content) >= 4:
-            continue
-        marker = content.rstrip(" \t")
-        if fence is not None:
-            if len(marker) >= fence[1] and marker == fence[0] * len(marker):
-                fence = None
-        elif opening := _FENCE.match(content):
-            found = opening.group(1)
-            if not (found[0] == "`" and "`" in opening.group(2)):
-                fence = (found[0], len(found), first_line + offset)
-    if fence is not None:
-        if where == "The content":
-            raise EditFailedError(
-                f"The content opens a code block ({fence[0] * 3} on its line {fence[2] + 1}) that it does not close: "
-                f"the rest of the note would become code. Add the closing {fence[0] * 3}. Nothing was changed."
-            )
+def _refuse_unclosed_content(lines: list[str]) -> None:
+    if (fence := open_fence(lines)) is not None:
         raise EditFailedError(
-            f"{where} a code block that is never closed (the {fence[0] * 3} at line {fence[2] + 1}): appended "
-            "text would be code too. Close the block first (edit_note), then append. Nothing was changed."
+            f"The content opens a code block ({fence[0]} on its line {fence[1] + 1}) that it does not close: the "
+            f"rest of the note would become code. Add the closing {fence[0]}. Nothing was changed."
         )
 
 
 def _splice(lines: list[str], at: int, until: int, inserted: list[str], newline: str, ends_with_break: bool) -> str:
-    """``lines`` with ``lines[at:until]`` replaced by ``inserted`` (bare lines, written with ``newline``)."""
+    """``lines`` with ``lines[at:until]`` replaced by ``inserted`` (bare lines, written with ``newline``).
+
+    A byte-order mark stays first, whatever goes to the top.
+    """
+    bom = BOM if lines and lines[0].startswith(BOM) else ""
+    if bom:
+        lines = [lines[0][1:], *lines[1:]]
     head, tail = lines[:at], lines[until:]
     written = [line + newline for line in inserted]
     if written and head and not head[-1].endswith(("\n", "\r")):
@@ -388,11 +306,17 @@ def _splice(lines: list[str], at: int, until: int, inserted: list[str], newline:
         last = written or head
         if last and not ends_with_break:
             last[-1] = last[-1].rstrip("\r\n")
-    return "".join(head + written + tail)
+    return bom + "".join(head + written + tail)
 
 
-def _check_headings(document: Document, result: str, at: int, until: int, new: list[str]) -> None:
-    """Refuse a result whose headings are not the note's, minus those replaced, plus the content's own."""
+def _check_headings(text: str, result: str, at: int, until: int, new: list[str]) -> None:
+    """Refuse a result whose headings are not the note's, minus those replaced, plus the content's own.
+
+    Both are read without a byte-order mark: with one, markdown.py reads no heading on the first line,
+    and content put at the top would seem to lose its heading.
+    """
+    document = parse(text.removeprefix(BOM))
+    result = result.removeprefix(BOM)
     old = [(h.level, h.title, h.start_line - 1) for h in _flat(document.headings)]
     expected = [(level, title) for level, title, line in old if line < at]
     expected += [(h.level, h.title) for h in _flat(parse("\n".join(new)).headings)]
