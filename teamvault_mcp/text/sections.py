@@ -83,7 +83,7 @@ def edit_section(text: str, section: Sequence[str] | str, content: str, mode: st
         at, until, inserted = note.replace(start, end, new)
     ends_with_break = text.endswith(("\n", "\r")) if text else content.endswith(("\n", "\r"))
     result = _splice(note.document.lines, at, until, inserted, newline_of(text), ends_with_break)
-    _check_headings(text, result, at, until, new)
+    _check_headings(note.document if not text.startswith(BOM) else parse(text[1:]), result, at, until, new)
     return result
 
 
@@ -309,13 +309,13 @@ def _splice(lines: list[str], at: int, until: int, inserted: list[str], newline:
     return bom + "".join(head + written + tail)
 
 
-def _check_headings(text: str, result: str, at: int, until: int, new: list[str]) -> None:
+def _check_headings(document: Document, result: str, at: int, until: int, new: list[str]) -> None:
     """Refuse a result whose headings are not the note's, minus those replaced, plus the content's own.
 
-    Both are read without a byte-order mark: with one, markdown.py reads no heading on the first line,
-    and content put at the top would seem to lose its heading.
+    ``document`` is the note read without its byte-order mark, if it has one, and so is the result:
+    with one, markdown.py reads no heading on the first line, and content put at the top would seem
+    to lose its heading.
     """
-    document = parse(text.removeprefix(BOM))
     result = result.removeprefix(BOM)
     old = [(h.level, h.title, h.start_line - 1) for h in _flat(document.headings)]
     expected = [(level, title) for level, title, line in old if line < at]
