@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fakes import FakeClock
 from support.seeding import digest
-from support.sessions import Session, open_session
+from support.sessions import CALL_BUDGET, Session, open_session
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.localvault import Fault
+from teamvault_mcp.tools.replacing import PREVIEW_NOTES
 
 pytestmark = pytest.mark.anyio
 
@@ -66,9 +68,9 @@ async def test_the_preview_is_the_default_and_writes_nothing(session: Session) -
     assert not is_error, text
     assert session.operations() == before and session.writes_sent() == []
     assert text.startswith('Dry run: nothing was written. "Acme" → "Globex": 3 matches in 2 notes (4 notes searched):')
-    assert "clients/acme.md (2 matches)\n@@ -3 +3 @@\n-Acme signed in May. Call Acme in June.\n" in text
+    assert "clients/acme.md (2)\n@@ -3 +3 @@\n-Acme signed in May. Call Acme in June.\n" in text
     assert "+Globex signed in May. Call Globex in June." in text
-    assert "meetings/2026-11-02.md (1 match)" in text and "people/ada.md" not in text  # case counts
+    assert "meetings/2026-11-02.md (1)" in text and "people/ada.md" not in text  # case counts
     assert text.endswith('Apply with: replace_in_notes(find="Acme", replace="Globex", dryRun=false, expectedCount=3)')
     assert result["matches"] == 3 and [note["path"] for note in result["notes"]] == [
         "clients/acme.md",
@@ -123,7 +125,7 @@ async def test_applying_writes_each_note_once_with_a_key_of_its_own(session: Ses
     )
     assert not is_error, text
     assert text.startswith('Replaced "Acme" → "Globex" in 2 of 2 notes (3 of 3 matches).')
-    assert "Applied: clients/acme.md (2), meetings/2026-11-02.md (1)" in text
+    assert "Applied:" not in text  # every note the preview listed
     assert session.text("clients/acme.md") == "# Client\n\nGlobex signed in May. Call Globex in June.\n"
     assert session.text("meetings/2026-11-02.md") == "# Sync\n\n- [ ] Send Globex the invoice\n"
     assert session.text("people/ada.md") == NOTES["people/ada.md"]
@@ -145,7 +147,7 @@ async def test_expected_count_refuses_when_the_notes_changed_since_the_preview(s
     )
     assert is_error
     assert text.startswith("expectedCount is 3, but there are 4 matches now in the 3 notes this call would write")
-    assert "Nothing was written." in text and "people/ada.md (1 match)" in text
+    assert "Nothing was written." in text and "people/ada.md (1)" in text
     assert 'Apply with: replace_in_notes(find="Acme", replace="Globex", dryRun=false, expectedCount=4)' in text
     assert session.operations() == before
 
@@ -174,7 +176,7 @@ async def test_a_colleagues_write_at_the_moment_of_one_put_is_that_notes_conflic
     )
     assert not is_error, text  # one note applied: the call did something
     assert text.startswith('Replaced "Acme" → "Globex" in 1 of 2 notes (2 of 3 matches); 1 conflict.')
-    assert "Conflict: meetings/2026-11-02.md (1): " in text
+    assert "Applied: clients/acme.md (2)\nConflict: meetings/2026-11-02.md (1): " in text
     assert session.text("meetings/2026-11-02.md") == theirs  # theirs stands: never replaced, or put back
     assert "Globex" in session.text("clients/acme.md")
     statuses = {note["path"]: note["status"] for note in result["notes"]}
@@ -247,3 +249,33 @@ async def test_notes_outside_the_write_scope_are_reported_and_left_alone_and_eac
         assert note["outcome"] == "applied"
         operations = scoped.vault.store.operations(scoped.vault.project_id)
         assert note["idempotencyKey"] == operations[-1]["idempotencyKey"]
+
+
+async def test_a_preview_diffs_the_first_notes_and_counts_the_rest(tmp_path: Path) -> None:
+    async with open_session(tmp_path) as session:
+        for number in range(PREVIEW_NOTES + 3):
+            session.seed(f"n/{number:03d}.md", f"Acme {number}\n")
+        text, _, result = await session.call("replace_in_notes", find="Acme", replace="Globex")
+        assert text.count("\n+Globex ") == PREVIEW_NOTES
+        assert f"[Not shown, 3 more notes: n/{PREVIEW_NOTES:03d}.md (1), " in text
+        assert text.endswith(f"expectedCount={PREVIEW_NOTES + 3})")
+        assert result["totalNotes"] == len(result["notes"]) == PREVIEW_NOTES + 3
+
+
+async def test_notes_the_budget_leaves_no_time_for_are_reported_not_reached(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with open_session(tmp_path, clock=clock) as session:
+        for path, text in NOTES.items():
+            session.seed(path, text)
+        # while the first note is written, the budget runs down to less than a write needs
+        session.vault.faults.add(
+            "PUT", put_of(session, "clients/acme.md"), Fault.first(lambda: clock.advance(CALL_BUDGET - 2.0))
+        )
+        text, is_error, result = await session.call(
+            "replace_in_notes", find="Acme", replace="Globex", dryRun=False, expectedCount=3
+        )
+        assert not is_error, text
+        assert text.startswith('Replaced "Acme" → "Globex" in 1 of 2 notes (2 of 3 matches).')
+        assert "[Not reached, the call's time budget ran out: meetings/2026-11-02.md (1). Nothing was written" in text
+        assert result["notReached"] == ["meetings/2026-11-02.md"]
+        assert session.text("meetings/2026-11-02.md") == NOTES["meetings/2026-11-02.md"]

@@ -28,7 +28,6 @@ from teamvault_mcp.errors import (
     TeamVaultError,
 )
 from teamvault_mcp.text.paths import folder_prefix
-from teamvault_mcp.text.replace import Replacer, compact_diff
 from teamvault_mcp.text.search import TimeUp
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.gathering import RESERVE_SECONDS, gather
@@ -37,12 +36,16 @@ from teamvault_mcp.tools.no_lost_updates import rewrite
 from teamvault_mcp.tools.spec import STRING, Tool, object_schema
 from teamvault_mcp.vault.retry import failure
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
+    from teamvault_mcp.text.replace import Replacer
     from teamvault_mcp.vault.client import VaultFile
 
 #: Notes a preview shows with their diff; the next LISTED_NOTES are listed by path and count, the rest counted.
 PREVIEW_NOTES = 50
 LISTED_NOTES = 100
+#: Characters of context on each side of a change in a preview line: 18 keeps a 30-note rename (preview and
+#: apply) under 6 KB of UTF-8 (each cut side's "…" is 3 bytes; bench/section_tools_bench.py).
+PREVIEW_CONTEXT_CHARS = 18
 #: Matching stops when less than this is left of the budget: time to answer.
 ANSWER_SECONDS = 1.0
 
@@ -74,6 +77,8 @@ class _Survey:
 
 
 def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    from teamvault_mcp.text.replace import Replacer
+
     project_id = ctx.project(args)
     replacer = Replacer(
         args["find"], args["replace"], regex=bool(args.get("regex")), case_sensitive=args.get("caseSensitive", True)
@@ -141,6 +146,8 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
 
 
 def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> ToolOutput:
+    from teamvault_mcp.text.replace import compact_diff
+
     matches = sum(match.count for match in chosen)
     what = _what(args)
     lines = []
@@ -156,10 +163,10 @@ def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chose
         )
     for match in chosen[:PREVIEW_NOTES]:
         new, _ = replacer.apply(match.text)
-        lines += [f"{match.path} ({_matches(match.count)})", compact_diff(match.text, new)]
+        lines += [f"{match.path} ({match.count})", compact_diff(match.text, new, around=PREVIEW_CONTEXT_CHARS)]
     listed = chosen[PREVIEW_NOTES:]
     if listed:
-        lines.append(f"[Not shown, {_notes(len(listed))} more: {_listing(listed)}]")
+        lines.append(f"[Not shown, {_notes(len(listed), 'more ')}: {_listing(listed)}]")
     lines += _left_alone(args, survey, chosen)
     if chosen:
         call = _call(args, dryRun=False, expectedCount=matches)
@@ -247,7 +254,7 @@ def _apply(
         f"{failed:,} failed" if failed else "",
     ]
     lines = [summary + "".join(f"; {part}" for part in extra if part) + "."]
-    if applied:
+    if applied and (troubled or not_reached):  # else they are the notes the preview listed
         lines.append("Applied: " + ", ".join(f"{entry['path']} ({entry['matches']})" for entry in applied))
     for entry in troubled:
         lines.append(f"{entry['status'].capitalize()}: {entry['path']} ({entry['matches']}): {entry['error']}")
@@ -258,7 +265,7 @@ def _apply(
             "preview again (dryRun=true) to see what is left.]"
         )
     if applied:
-        lines.append("Each note's new contentHash is in the structured result; read_note gives it too.")
+        lines.append("New contentHashes: in the structured result, or read_note.")
     result: dict[str, Any] = {
         "dryRun": False,
         "matches": replaced,
@@ -346,7 +353,7 @@ def _listing(matches: list[_Match]) -> str:
     shown = ", ".join(f"{match.path} ({match.count})" for match in matches[:LISTED_NOTES])
     rest = matches[LISTED_NOTES:]
     if rest:
-        shown += f" and {_notes(len(rest))} more ({_matches(sum(match.count for match in rest))})"
+        shown += f" and {_notes(len(rest), 'more ')} ({_matches(sum(match.count for match in rest))})"
     return shown
 
 
@@ -354,8 +361,8 @@ def _matches(count: int) -> str:
     return f"{count:,} match{'es' if count != 1 else ''}"
 
 
-def _notes(count: int) -> str:
-    return f"{count:,} note{'s' if count != 1 else ''}"
+def _notes(count: int, more: str = "") -> str:
+    return f"{count:,} {more}note{'s' if count != 1 else ''}"
 
 
 def _json(value: Any) -> str:
