@@ -9,6 +9,8 @@ expectedHash: a colleague's write meanwhile is that note's conflict, never overw
 note gets its own Idempotency-Key and its own outcome — applied, conflict or failed (with the
 uncertain-write hint when the outcome table says the write may have landed: ``vault.retry.failure``).
 A note outside the write scope is reported and left alone; every note written is audited.
+
+About 400 lines: one tool's survey, preview and per-note writes, which read best together.
 """
 
 from __future__ import annotations
@@ -96,11 +98,11 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         )
     expected = args.get("expectedCount")
     if expected is not None and expected != matches:
-        preview = _preview(args, replacer, survey, chosen)
+        now = "\n".join(_preview_lines(args, replacer, survey, chosen))
         raise EditFailedError(
             f"expectedCount is {expected:,}, but there are {_matches(matches)} now in the {_notes(len(chosen))} "
-            "this call would write: the notes changed since the preview, or it had other "
-            f"arguments. Nothing was written. What it would do now:\n{preview.text.partition(chr(10))[2]}"
+            "this call would write: the notes changed since the preview, or it had other arguments. Nothing was "
+            f"written. What it would do now:\n{now}"
         )
     return _apply(ctx, project_id, args, replacer, survey, chosen)
 
@@ -131,8 +133,9 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
         survey.searched += 1
         if not count:
             continue
-        data = entry.raw.encode("utf-8")
-        read = sha256_hex(data) if file.content_hash is None or "\ufffd" in entry.raw else file.content_hash
+        read = file.content_hash
+        if read is None or "\ufffd" in entry.raw:  # no hash listed, or bytes that may have decoded with losses
+            read = sha256_hex(entry.raw.encode("utf-8"))
         if file.content_hash is not None and read != file.content_hash:  # bytes that are not UTF-8 text
             survey.left_alone.append((file.path, "not valid UTF-8 text, so replacing in it could damage it"))
             continue
@@ -146,31 +149,15 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
 
 
 def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> ToolOutput:
-    from teamvault_mcp.text.replace import compact_diff
-
     matches = sum(match.count for match in chosen)
-    what = _what(args)
-    lines = []
+    searched = _notes(survey.searched)
     if chosen:
-        lines.append(
-            f"Dry run: nothing was written. {what}: {_matches(matches)} in {_notes(len(chosen))} "
-            f"({_notes(survey.searched)} searched):"
-        )
+        headline = f"Dry run: nothing was written. {_what(args)}: {_matches(matches)} in {_notes(len(chosen))} "
+        headline += f"({searched} searched):"
     else:
-        lines.append(
-            f"Nothing to replace: {what} has no match in a note this call may write "
-            f"({_notes(survey.searched)} searched)."
+        headline = (
+            f"Nothing to replace: {_what(args)} has no match in a note this call may write ({searched} searched)."
         )
-    for match in chosen[:PREVIEW_NOTES]:
-        new, _ = replacer.apply(match.text)
-        lines += [f"{match.path} ({match.count})", compact_diff(match.text, new, around=PREVIEW_CONTEXT_CHARS)]
-    listed = chosen[PREVIEW_NOTES:]
-    if listed:
-        lines.append(f"[Not shown, {_notes(len(listed), 'more ')}: {_listing(listed)}]")
-    lines += _left_alone(args, survey, chosen)
-    if chosen:
-        call = _call(args, dryRun=False, expectedCount=matches)
-        lines.append(f"Apply with: {call}")
     result: dict[str, Any] = {
         "dryRun": True,
         "matches": matches,
@@ -181,10 +168,29 @@ def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chose
         "notesSearched": survey.searched,
         "partial": survey.not_searched > 0,
     }
-    return ToolOutput("\n".join(lines), _with_left_alone(result, args, survey, chosen))
+    lines = [headline, *_preview_lines(args, replacer, survey, chosen)]
+    return ToolOutput("\n".join(lines), _left_alone_fields(result, survey, chosen))
 
 
-def _left_alone(args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]) -> list[str]:
+def _preview_lines(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> list[str]:
+    """Each note to write with its count and compact diff (the first PREVIEW_NOTES), the rest listed, the notes
+    left alone, and the call that applies it."""
+    from teamvault_mcp.text.replace import compact_diff
+
+    lines = []
+    for match in chosen[:PREVIEW_NOTES]:
+        new, _ = replacer.apply(match.text)
+        lines += [f"{match.path} ({match.count})", compact_diff(match.text, new, around=PREVIEW_CONTEXT_CHARS)]
+    listed = chosen[PREVIEW_NOTES:]
+    if listed:
+        lines.append(f"[Not shown, {_notes(len(listed), 'more ')}: {_listing(listed)}]")
+    lines += _left_alone_lines(args, survey, chosen)
+    if chosen:
+        lines.append(f"Apply with: {_call(args, dryRun=False, expectedCount=sum(m.count for m in chosen))}")
+    return lines
+
+
+def _left_alone_lines(args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]) -> list[str]:
     """The lines about notes this call does not write: past ``limit``, outside the scope, unreadable, unread."""
     lines = []
     beyond = survey.found[len(chosen) :]
@@ -202,9 +208,8 @@ def _left_alone(args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]) 
     return lines
 
 
-def _with_left_alone(
-    result: dict[str, Any], args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]
-) -> dict[str, Any]:
+def _left_alone_fields(result: dict[str, Any], survey: _Survey, chosen: list[_Match]) -> dict[str, Any]:
+    """``result`` with what :func:`_left_alone_lines` says, as structured fields."""
     beyond = survey.found[len(chosen) :]
     if beyond:
         result["pastLimit"] = {"notes": len(beyond), "matches": sum(match.count for match in beyond)}
@@ -249,16 +254,14 @@ def _apply(
     summary = f"Replaced {_what(args)} in {len(applied):,} of {_notes(len(chosen))} ({replaced:,} of {_matches(total)})"
     conflicts = sum(entry["status"] == "conflict" for entry in done)
     failed = sum(entry["status"] == "failed" for entry in done)
-    extra = [
-        f"{conflicts:,} conflict{'s' if conflicts != 1 else ''}" if conflicts else "",
-        f"{failed:,} failed" if failed else "",
-    ]
-    lines = [summary + "".join(f"; {part}" for part in extra if part) + "."]
+    troubles = [f"{conflicts:,} conflict{'s' if conflicts != 1 else ''}"] if conflicts else []
+    troubles += [f"{failed:,} failed"] if failed else []
+    lines = [summary + "".join(f"; {trouble}" for trouble in troubles) + "."]
     if applied and (troubled or not_reached):  # else they are the notes the preview listed
         lines.append("Applied: " + ", ".join(f"{entry['path']} ({entry['matches']})" for entry in applied))
     for entry in troubled:
         lines.append(f"{entry['status'].capitalize()}: {entry['path']} ({entry['matches']}): {entry['error']}")
-    lines += _left_alone(args, survey, chosen)
+    lines += _left_alone_lines(args, survey, chosen)
     if not_reached:
         lines.append(
             f"[Not reached, the call's time budget ran out: {_listing(not_reached)}. Nothing was written to them; "
@@ -278,7 +281,7 @@ def _apply(
     }
     if not_reached:
         result["notReached"] = [match.path for match in not_reached]
-    _with_left_alone(result, args, survey, chosen)
+    _left_alone_fields(result, survey, chosen)
     return ToolOutput("\n".join(lines), result, is_error=not applied and bool(troubled))
 
 
