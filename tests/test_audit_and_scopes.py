@@ -316,15 +316,19 @@ async def test_every_write_tool_is_scoped(scoped: Session) -> None:
     calls: dict[str, dict[str, Any]] = {
         "write_note": {"path": "people/a.md", "content": "y"},
         "edit_note": {"path": "people/a.md", "edits": [{"oldText": "x", "newText": "y"}]},
+        "edit_section": {"path": "people/a.md", "section": [], "content": "y"},
         "update_frontmatter": {"path": "people/a.md", "set": {"status": "done"}},
         "move_note": {"path": "people/a.md", "newPath": "people/b.md"},
         "delete_note": {"path": "people/a.md"},
         "restore_note_version": {"path": "people/a.md", "version": 1},
     }
-    assert set(calls) == {name for name, tool in scoped.runner.tools.items() if tool.writes}
+    assert set(calls) | {"replace_in_notes"} == {name for name, tool in scoped.runner.tools.items() if tool.writes}
     for tool, arguments in calls.items():
         text, is_error, _ = await scoped.call(tool, **arguments)
         assert is_error and text.startswith(f"{tool} refused: path 'people/a.md' is outside"), text
+    # replace_in_notes names no note up front: it finds them, and leaves those outside the scope alone
+    text, _, _ = await scoped.call("replace_in_notes", find="x", replace="y", dryRun=False)
+    assert "[Outside the folders this server may write to, left alone: people/a.md (1)]" in text, text
     assert scoped.writes_sent() == []
 
 

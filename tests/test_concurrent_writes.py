@@ -206,3 +206,17 @@ async def test_in_a_storm_the_put_back_restores_the_first_writer_not_a_later_los
     text, is_error, _ = await session.call("edit_note", path="log.md", edits=[edit], expectedHash=digest("# Log\n"))
     assert is_error and text.startswith("Conflict: log.md"), text
     assert session.content("log.md") == b"# Log\n- entry 1\n"
+
+
+async def test_an_append_with_expected_hash_over_a_colleagues_change_puts_back_exactly_their_text(
+    session: Session,
+) -> None:
+    """Nobody wrote after us: putting theirs back is undoing ours, byte for byte (a blank line of theirs stays)."""
+    note = "# Log\n\n## Today\n\nFriday.\n"
+    await session.ok("write_note", path="log.md", content=note)
+    theirs = note.replace("Friday.", "Thursday.")
+    colleague_writes_before_our_put(session, "log.md", theirs)
+    edit = {"oldText": "Friday.\n", "newText": "Friday.\n\nmine\n"}
+    text, is_error, _ = await session.call("edit_note", path="log.md", edits=[edit], expectedHash=digest(note))
+    assert is_error and text.startswith("Conflict: log.md"), text
+    assert session.content("log.md") == theirs.encode()

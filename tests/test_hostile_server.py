@@ -49,6 +49,8 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "restore_note_version": {"path": "notes/a.md", "version": 1},
     "write_note": {"path": "notes/a.md", "content": "# Tasks\n- [x] done\n"},
     "edit_note": {"path": "notes/a.md", "edits": [{"oldText": "Tasks", "newText": "Done"}]},
+    "edit_section": {"path": "notes/a.md", "section": ["Tasks"], "content": "- [ ] more", "create": True},
+    "replace_in_notes": {"find": "Tasks", "replace": "Done", "dryRun": False},
     "update_frontmatter": {"path": "notes/a.md", "set": {"status": "done"}},
     "move_note": {"path": "notes/a.md", "newPath": "notes/b.md"},
     "delete_note": {"path": "notes/a.md"},

@@ -30,7 +30,16 @@ from teamvault_mcp.vault.retry import SystemClock
 
 pytestmark = pytest.mark.anyio
 
-WRITE_TOOLS = {"write_note", "edit_note", "update_frontmatter", "move_note", "delete_note", "restore_note_version"}
+WRITE_TOOLS = {
+    "write_note",
+    "edit_note",
+    "edit_section",
+    "replace_in_notes",
+    "update_frontmatter",
+    "move_note",
+    "delete_note",
+}
+WRITE_TOOLS |= {"restore_note_version"}
 READ_TOOLS = {
     "whoami",
     "read_frontmatter",

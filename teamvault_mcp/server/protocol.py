@@ -37,6 +37,9 @@ read_notes(paths=[...]) for several notes at once. Anything cut says so and give
 edit_note(path, edits=[{oldText, newText}], expectedHash=<the contentHash your read returned>) rather than rewriting \
 it with write_note, and check the diff it returns. A conflict means someone changed the note: read it again. \
 list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.
+- Add to a section without reading the note: edit_section(path, section=<tocPath>, content) appends at the section's \
+end (mode=prepend or replace; create=true starts a missing log or daily note). To rename a term everywhere: \
+replace_in_notes(find, replace) previews, then apply with the call the preview gives (dryRun=false, expectedCount).
 - Properties (the YAML front matter at a note's top): read_frontmatter(path), and \
 update_frontmatter(path, set={...}, remove=[...]) to change fields; never rewrite the YAML by hand.
 - After an error that says a change may or may not have been applied, check with read_note or list_notes \

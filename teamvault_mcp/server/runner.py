@@ -257,12 +257,14 @@ class ToolRunner:
         entry: dict[str, Any] = {
             "tool": tool.name,
             "project": args.get("projectId") or self.config.project_id,
-            "paths": _audited_paths(tool, args),
+            "paths": facts.get("paths", _audited_paths(tool, args)),
             "idempotencyKey": client.idempotency_key if client is not None else None,
             "attempts": client.write_attempts if client is not None else 0,
             "outcome": write_outcome(failed, replayed=replayed, noop=bool(facts.get("noop"))),
         }
-        for name in ("hashBefore", "hashAfter", "verified"):
+        if failed is None and "outcome" in facts:  # a write of many notes says how it ended, each in "notes"
+            entry["outcome"] = facts["outcome"]
+        for name in ("hashBefore", "hashAfter", "verified", "notes"):
             if name in facts:
                 entry[name] = facts[name]
         if failed is not None:
@@ -285,6 +287,7 @@ class ToolRunner:
             index=self.index,
             progress=progress,
             schemas=self.schemas,
+            write_prefixes=self.config.write_prefixes_for(args.get("projectId") or self.config.project_id),
         )
         error: TeamVaultError | None = None
         try:

@@ -54,8 +54,12 @@ class ToolContext:
     progress: Progress | None = None
     #: The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured).
     schemas: SchemaRegistry | None = None
-    #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified.
+    #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified; a write that finds
+    #: its notes itself (replace_in_notes) also gives paths, notes (one entry each) and the call's outcome.
     facts: dict[str, Any] = field(default_factory=dict)
+    #: The folders writes may touch in the call's project (TEAM_VAULT_WRITE_PREFIXES), None: anywhere. The runner
+    #: checks the paths a write's arguments name; a write that finds its notes itself checks each one.
+    write_prefixes: tuple[str, ...] | None = None
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id

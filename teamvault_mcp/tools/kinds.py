@@ -31,6 +31,7 @@ Kind = Literal[
     "cursor",
     "query",
     "toc",
+    "section",
     "paths",
     "count",
     "flag",
@@ -154,6 +155,22 @@ def _check_version(param: Param, value: Any) -> int | str:
     if isinstance(value, str) and value:
         return value
     raise ToolInputError(f"{_argument(param)} must be a version number (1, 2, …) or a version id. {param.description}")
+
+
+def _check_section(param: Param, value: Any) -> list[str] | str:
+    if isinstance(value, str):
+        return check_string(param, value, _argument(param), NAME)
+    if not isinstance(value, list):
+        raise ToolInputError(
+            f"{_argument(param)} must be a tocPath (an array of heading names, [] for the whole note) or a "
+            f"breadcrumb string ('A > B'), got {json_type(value)}."
+        )
+    checked: list[str] = KINDS["toc"].check(param, value)
+    return checked
+
+
+def read_section(name: str, text: str) -> Any:
+    return read_json_array(name, text) if text.lstrip().startswith("[") else text
 
 
 def _check_keys(param: Param, value: Any) -> list[str]:
@@ -314,7 +331,8 @@ def _list_kind(
 _KEY_LIST = _list_kind(NAME, at_most=MAX_KEYS, counted="names")
 
 #: Every kind of argument a tool can take: strings (``path`` and ``id`` non-empty, ``content`` up to 5 MiB,
-#: ``hash`` 64 hex digits, ``choice`` one of ``choices``), arrays (``toc`` heading names, ``paths`` 1–20 paths,
+#: ``hash`` 64 hex digits, ``choice`` one of ``choices``), arrays (``toc`` heading names, ``section`` the same or a
+#: breadcrumb string, ``paths`` 1–20 paths,
 #: ``edits`` 1–100 ``{oldText, newText, replaceAll?}``, ``keys`` 1–100 names), ``count`` (an integer from
 #: ``minimum`` to ``maximum``), ``version`` (a number or an id), ``flag`` (a boolean), ``fields`` (an object of
 #: at most 100 names and any JSON values).
@@ -335,6 +353,11 @@ KINDS: dict[Kind, ArgumentKind] = {
         read_integer,
     ),
     "toc": _list_kind(NAME, example="'[\"Tasks\"]'"),
+    "section": ArgumentKind(
+        lambda param: {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
+        _check_section,
+        read_section,
+    ),
     "paths": _list_kind(NONEMPTY, at_most=MAX_BATCH, counted="paths"),
     "keys": ArgumentKind(_KEY_LIST.schema, _check_keys, read_json_array),
     "edits": ArgumentKind(

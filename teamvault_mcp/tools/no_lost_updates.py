@@ -285,14 +285,16 @@ def _head(ctx: ToolContext, project_id: str, path: str) -> _Head:
 def _put_back(ctx: ToolContext, project_id: str, path: str, file: VaultFile, slip: _Slip, adds: bool) -> str:
     """Make a colleague's version (that we replaced) current again, without our change; says where it is now.
 
-    For a change that only adds lines, our lines are taken out of the note as it is now and
-    theirs put in, as a verified write like any other (others' lines stay). For another
-    change: their exact text when nobody wrote after us, else a merge, written once.
+    When nobody wrote after us, their exact text (our write undone, nothing else). Otherwise,
+    for a change that only adds lines, our lines are taken out of the note as it is now and
+    theirs put in, as a verified write like any other (others' lines stay); for another change,
+    a merge, written once.
     """
     theirs, ours, head = _text(slip.theirs), _text(slip.ours), slip.head
     ctx.client.new_write()
     try:
-        if adds and slip.built_on is not None:
+        written_since = head.hash != sha256_hex(slip.ours)
+        if adds and written_since and slip.built_on is not None:
             base = _text(slip.built_on)
 
             def undo(text: str) -> str:

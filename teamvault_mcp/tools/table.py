@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from teamvault_mcp.text.schemas import Schema
-from teamvault_mcp.tools import frontmatter, history, notes, reading, schemas, search
+from teamvault_mcp.tools import frontmatter, history, notes, reading, replacing, schemas, search, sections
 from teamvault_mcp.tools.spec import Tool
 
 ORDER = (
@@ -29,6 +29,8 @@ ORDER = (
     "restore_note_version",
     "write_note",
     "edit_note",
+    "edit_section",
+    "replace_in_notes",
     "update_frontmatter",
     "move_note",
     "delete_note",
@@ -49,7 +51,18 @@ def in_order(families: Sequence[Sequence[Tool]], order: Sequence[str] = ORDER) -
     return tuple(by_name[name] for name in order)
 
 
-TOOLS = in_order((notes.TOOLS, reading.TOOLS, search.TOOLS, frontmatter.TOOLS, history.TOOLS, schemas.TOOLS))
+TOOLS = in_order(
+    (
+        notes.TOOLS,
+        reading.TOOLS,
+        search.TOOLS,
+        frontmatter.TOOLS,
+        history.TOOLS,
+        schemas.TOOLS,
+        sections.TOOLS,
+        replacing.TOOLS,
+    )
+)
 
 
 def tools_for(read_only: bool, schema_list: Sequence[Schema] | None = None) -> tuple[Tool, ...]:

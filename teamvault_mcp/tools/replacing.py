@@ -1,0 +1,420 @@
+"""The vault-wide replace tool, replace_in_notes: find and replace across notes, previewed first.
+
+Matching and the compact preview are ``text/replace.py``'s; the notes come from the gathering
+search uses (``gathering.py``). A dry run (the default) counts every note's matches and diffs
+only the notes it shows. Applying counts again on the notes as they are now, refuses when
+``expectedCount`` differs (or when not every note could be read), and writes each note with
+``edit_note``'s write (``no_lost_updates.rewrite``), the hash it was computed on as its
+expectedHash: a colleague's write meanwhile is that note's conflict, never overwritten. Each
+note gets its own Idempotency-Key and its own outcome — applied, conflict or failed (with the
+uncertain-write hint when the outcome table says the write may have landed: ``vault.retry.failure``).
+A note outside the write scope is reported and left alone; every note written is audited.
+
+About 400 lines: one tool's survey, preview and per-note writes, which read best together.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from teamvault_mcp.errors import (
+    CallCancelledError,
+    ChangedMeanwhileError,
+    ConflictError,
+    EditFailedError,
+    OutOfTimeError,
+    TeamVaultError,
+)
+from teamvault_mcp.text.paths import folder_prefix
+from teamvault_mcp.text.search import TimeUp
+from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
+from teamvault_mcp.tools.gathering import RESERVE_SECONDS, gather
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.no_lost_updates import rewrite
+from teamvault_mcp.tools.spec import STRING, Tool, object_schema
+from teamvault_mcp.vault.retry import failure
+
+if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
+    from teamvault_mcp.text.replace import Replacer
+    from teamvault_mcp.vault.client import VaultFile
+
+#: Notes a preview shows with their diff; the next LISTED_NOTES are listed by path and count, the rest counted.
+PREVIEW_NOTES = 50
+LISTED_NOTES = 100
+#: Characters of context on each side of a change in a preview line: 18 keeps a 30-note rename (preview and
+#: apply) under 6 KB of UTF-8 (each cut side's "…" is 3 bytes; bench/section_tools_bench.py).
+PREVIEW_CONTEXT_CHARS = 18
+#: Matching stops when less than this is left of the budget: time to answer.
+ANSWER_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class _Match:
+    """A note with matches: its listing record, the text they were counted on (hash ``read``), how many."""
+
+    file: VaultFile
+    text: str
+    read: str
+    count: int
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+
+@dataclass
+class _Survey:
+    """What a find finds: notes to write (in scope, by path), notes left alone, and what was not read."""
+
+    found: list[_Match] = field(default_factory=list)
+    outside: list[_Match] = field(default_factory=list)
+    left_alone: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    searched: int = 0
+    not_searched: int = 0
+    why_partial: str = ""
+
+
+def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    from teamvault_mcp.text.replace import Replacer
+
+    project_id = ctx.project(args)
+    replacer = Replacer(
+        args["find"], args["replace"], regex=bool(args.get("regex")), case_sensitive=args.get("caseSensitive", True)
+    )
+    survey = _survey(ctx, project_id, replacer, folder_prefix(args.get("prefix")))
+    chosen = survey.found[: args["limit"]] if "limit" in args else survey.found
+    matches = sum(match.count for match in chosen)
+    if args.get("dryRun", True):
+        ctx.facts["noop"] = True
+        return _preview(args, replacer, survey, chosen)
+    if survey.not_searched:
+        raise EditFailedError(
+            f"{survey.not_searched:,} notes could not be read ({survey.why_partial}), so their matches are unknown. "
+            "Nothing was written. Call again: the notes read so far are cached."
+        )
+    expected = args.get("expectedCount")
+    if expected is not None and expected != matches:
+        now = "\n".join(_preview_lines(args, replacer, survey, chosen))
+        raise EditFailedError(
+            f"expectedCount is {expected:,}, but there are {_matches(matches)} now in the {_notes(len(chosen))} "
+            "this call would write: the notes changed since the preview, or it had other arguments. Nothing was "
+            f"written. What it would do now:\n{now}"
+        )
+    return _apply(ctx, project_id, args, replacer, survey, chosen)
+
+
+def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str | None) -> _Survey:
+    """Every note under ``prefix`` with matches, counted on its text now; in path order."""
+    files = [
+        file
+        for file in ctx.client.list_files(project_id, prefix=prefix)
+        if file.file_type == "TEXT" and (prefix is None or file.path.startswith(prefix))  # an old server's listing
+    ]
+    gathered = gather(ctx, project_id, files)
+    survey = _Survey(not_searched=gathered.not_searched, why_partial=gathered.why_partial)
+    deadline = None if ctx.budget is None else time.monotonic() + ctx.budget.remaining() - ANSWER_SECONDS
+    for file, entry in sorted(gathered.ready, key=lambda pair: pair[0].path):
+        if ctx.token is not None and ctx.token.cancelled:
+            raise CallCancelledError()
+        try:
+            count = replacer.count(entry.raw, deadline)
+        except TimeUp:
+            survey.not_searched += len(gathered.ready) - survey.searched
+            survey.why_partial = survey.why_partial or "the call's time budget ran out while matching"
+            break
+        except EditFailedError as error:  # a regex too slow on one of its lines
+            survey.searched += 1
+            survey.left_alone.append((file.path, str(error)))
+            continue
+        survey.searched += 1
+        if not count:
+            continue
+        read = file.content_hash
+        if read is None or "\ufffd" in entry.raw:  # no hash listed, or bytes that may have decoded with losses
+            read = sha256_hex(entry.raw.encode("utf-8"))
+        if file.content_hash is not None and read != file.content_hash:  # bytes that are not UTF-8 text
+            survey.left_alone.append((file.path, "not valid UTF-8 text, so replacing in it could damage it"))
+            continue
+        match = _Match(file, entry.raw, read, count)
+        writable = ctx.write_prefixes is None or file.path.startswith(ctx.write_prefixes)
+        (survey.found if writable else survey.outside).append(match)
+    return survey
+
+
+# -- the preview ------------------------------------------------------------------------------------
+
+
+def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> ToolOutput:
+    matches = sum(match.count for match in chosen)
+    searched = _notes(survey.searched)
+    if chosen:
+        headline = f"Dry run: nothing was written. {_what(args)}: {_matches(matches)} in {_notes(len(chosen))} "
+        headline += f"({searched} searched):"
+    else:
+        headline = (
+            f"Nothing to replace: {_what(args)} has no match in a note this call may write ({searched} searched)."
+        )
+    result: dict[str, Any] = {
+        "dryRun": True,
+        "matches": matches,
+        "totalNotes": len(chosen),
+        "notes": [
+            {"path": m.path, "matches": m.count, "previousHash": m.read} for m in chosen[: PREVIEW_NOTES + LISTED_NOTES]
+        ],
+        "notesSearched": survey.searched,
+        "partial": survey.not_searched > 0,
+    }
+    lines = [headline, *_preview_lines(args, replacer, survey, chosen)]
+    return ToolOutput("\n".join(lines), _left_alone_fields(result, survey, chosen))
+
+
+def _preview_lines(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> list[str]:
+    """Each note to write with its count and compact diff (the first PREVIEW_NOTES), the rest listed, the notes
+    left alone, and the call that applies it."""
+    from teamvault_mcp.text.replace import compact_diff
+
+    lines = []
+    for match in chosen[:PREVIEW_NOTES]:
+        new, _ = replacer.apply(match.text)
+        lines += [f"{match.path} ({match.count})", compact_diff(match.text, new, around=PREVIEW_CONTEXT_CHARS)]
+    listed = chosen[PREVIEW_NOTES:]
+    if listed:
+        lines.append(f"[Not shown, {_notes(len(listed), 'more ')}: {_listing(listed)}]")
+    lines += _left_alone_lines(args, survey, chosen)
+    if chosen:
+        lines.append(f"Apply with: {_call(args, dryRun=False, expectedCount=sum(m.count for m in chosen))}")
+    return lines
+
+
+def _left_alone_lines(args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]) -> list[str]:
+    """The lines about notes this call does not write: past ``limit``, outside the scope, unreadable, unread."""
+    lines = []
+    beyond = survey.found[len(chosen) :]
+    if beyond:
+        lines.append(f"[Past limit={args['limit']}, not written by this call: {_listing(beyond)}]")
+    if survey.outside:
+        lines.append(f"[Outside the folders this server may write to, left alone: {_listing(survey.outside)}]")
+    for path, why in survey.left_alone[:LISTED_NOTES]:
+        lines.append(f"[Left alone: {path}: {why}]")
+    if survey.not_searched:
+        lines.append(
+            f"[Partial: {_notes(survey.not_searched)} could not be read ({survey.why_partial}); their matches are "
+            "not counted, and applying waits until every note is read. Call again: the notes read so far are cached.]"
+        )
+    return lines
+
+
+def _left_alone_fields(result: dict[str, Any], survey: _Survey, chosen: list[_Match]) -> dict[str, Any]:
+    """``result`` with what :func:`_left_alone_lines` says, as structured fields."""
+    beyond = survey.found[len(chosen) :]
+    if beyond:
+        result["pastLimit"] = {"notes": len(beyond), "matches": sum(match.count for match in beyond)}
+    if survey.outside:
+        result["outsideScope"] = [{"path": m.path, "matches": m.count} for m in survey.outside[:LISTED_NOTES]]
+    if survey.left_alone:
+        result["leftAlone"] = [{"path": path, "why": why} for path, why in survey.left_alone[:LISTED_NOTES]]
+    if survey.not_searched:
+        result["notesNotSearched"] = survey.not_searched
+    return result
+
+
+# -- applying ---------------------------------------------------------------------------------------
+
+
+def _apply(
+    ctx: ToolContext,
+    project_id: str,
+    args: Mapping[str, Any],
+    replacer: Replacer,
+    survey: _Survey,
+    chosen: list[_Match],
+) -> ToolOutput:
+    ctx.facts.update(paths=[], notes=[])
+    done: list[dict[str, Any]] = []
+    not_reached: list[_Match] = []
+    for index, match in enumerate(chosen):
+        if ctx.budget is not None and ctx.budget.remaining() < RESERVE_SECONDS:
+            not_reached = chosen[index:]
+            break
+        done.append(_write(ctx, project_id, replacer, match))
+        if done[-1].get("outOfTime"):
+            not_reached = chosen[index + 1 :]
+            break
+    applied = [entry for entry in done if entry["status"] == "applied"]
+    troubled = [entry for entry in done if entry["status"] in ("conflict", "failed")]
+    uncertain = any(entry.get("uncertain") for entry in done)
+    ctx.facts.pop("noop", None)
+    ctx.facts["outcome"] = "uncertain" if uncertain else "applied" if applied else "failed" if troubled else "noop"
+    replaced = sum(entry["matches"] for entry in applied)
+    total = sum(match.count for match in chosen)
+    summary = f"Replaced {_what(args)} in {len(applied):,} of {_notes(len(chosen))} ({replaced:,} of {_matches(total)})"
+    conflicts = sum(entry["status"] == "conflict" for entry in done)
+    failed = sum(entry["status"] == "failed" for entry in done)
+    troubles = [f"{conflicts:,} conflict{'s' if conflicts != 1 else ''}"] if conflicts else []
+    troubles += [f"{failed:,} failed"] if failed else []
+    lines = [summary + "".join(f"; {trouble}" for trouble in troubles) + "."]
+    if applied and (troubled or not_reached):  # else they are the notes the preview listed
+        lines.append("Applied: " + ", ".join(f"{entry['path']} ({entry['matches']})" for entry in applied))
+    for entry in troubled:
+        lines.append(f"{entry['status'].capitalize()}: {entry['path']} ({entry['matches']}): {entry['error']}")
+    lines += _left_alone_lines(args, survey, chosen)
+    if not_reached:
+        lines.append(
+            f"[Not reached, the call's time budget ran out: {_listing(not_reached)}. Nothing was written to them; "
+            "preview again (dryRun=true) to see what is left.]"
+        )
+    if applied:
+        lines.append("New contentHashes: in the structured result, or read_note.")
+    result: dict[str, Any] = {
+        "dryRun": False,
+        "matches": replaced,
+        "applied": len(applied),
+        "conflicts": conflicts,
+        "failed": failed,
+        "notes": done,
+        "notesSearched": survey.searched,
+        "partial": False,
+    }
+    if not_reached:
+        result["notReached"] = [match.path for match in not_reached]
+    _left_alone_fields(result, survey, chosen)
+    return ToolOutput("\n".join(lines), result, is_error=not applied and bool(troubled))
+
+
+def _write(ctx: ToolContext, project_id: str, replacer: Replacer, match: _Match) -> dict[str, Any]:
+    """One note rewritten with the replacement, its read hash as expectedHash: what happened to it."""
+    new, count = replacer.apply(match.text)
+    entry: dict[str, Any] = {"path": match.path, "matches": count, "previousHash": match.read}
+    if new == match.text:  # the replacement is the text it replaces
+        entry["status"] = "unchanged"
+        return entry
+    ctx.client.new_write()  # another note, another request: a key of its own
+    audited: dict[str, Any] = {"path": match.path, "idempotencyKey": ctx.client.idempotency_key}
+    ctx.facts["paths"].append(match.path)
+    attempts = ctx.client.write_attempts
+    note = Note(match.path, match.file, match.text.encode("utf-8"))
+    try:
+        output = rewrite(
+            ctx, project_id, note, new, dry_run=False, edits="the replacement", done="Replaced in", expected=match.read
+        )
+    except CallCancelledError:
+        audited["outcome"] = "cancelled"
+        raise
+    except ConflictError as error:
+        entry.update(status="conflict", error=_conflict(error))
+        audited.update(outcome="failed", error="ConflictError")
+    except ChangedMeanwhileError as error:
+        entry.update(status="conflict", error=str(error))
+        audited.update(outcome="failed", error="ChangedMeanwhileError")
+    except TeamVaultError as error:
+        ended = failure(error, write_sent=ctx.client.write_attempts > attempts)
+        entry.update(status="failed", error=ended.text)
+        if ended.audited == "uncertain":
+            entry["uncertain"] = True
+        if isinstance(error, OutOfTimeError):
+            entry["outOfTime"] = True
+        audited.update(outcome=ended.audited, error=type(error).__name__)
+    else:
+        written = output.structured or {}
+        entry.update(status="applied", contentHash=written.get("contentHash"))
+        for name in ("verified", "rebasedOnto", "unchecked"):
+            if name in written:
+                entry[name] = written[name]
+        audited["outcome"] = "replayed" if ctx.client.replayed else "applied"
+    finally:
+        for name in ("hashBefore", "hashAfter", "verified"):
+            if name in ctx.facts:
+                audited[name] = ctx.facts.pop(name)
+        ctx.facts["notes"].append(audited)
+    return entry
+
+
+def _conflict(error: ConflictError) -> str:
+    if error.current is None:
+        return "deleted since this call read it; nothing was written."
+    return (
+        f"changed since this call read it (its contentHash is now {error.current}); nothing was written to it, "
+        "their text stands. Preview again to include it."
+    )
+
+
+# -- words ------------------------------------------------------------------------------------------
+
+
+def _what(args: Mapping[str, Any]) -> str:
+    how = [word for word, on in (("regex", args.get("regex")), ("any case", args.get("caseSensitive") is False)) if on]
+    shown = f"{_json(args['find'])} → {_json(args['replace'])}"
+    return f"{shown} ({', '.join(how)})" if how else shown
+
+
+def _listing(matches: list[_Match]) -> str:
+    """``a.md (2), b.md (1)``, at most LISTED_NOTES of them, then how many more."""
+    shown = ", ".join(f"{match.path} ({match.count})" for match in matches[:LISTED_NOTES])
+    rest = matches[LISTED_NOTES:]
+    if rest:
+        shown += f" and {_notes(len(rest), 'more ')} ({_matches(sum(match.count for match in rest))})"
+    return shown
+
+
+def _matches(count: int) -> str:
+    return f"{count:,} match{'es' if count != 1 else ''}"
+
+
+def _notes(count: int, more: str = "") -> str:
+    return f"{count:,} {more}note{'s' if count != 1 else ''}"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _call(args: Mapping[str, Any], **changes: Any) -> str:
+    """The replace_in_notes call with these arguments and ``changes``: what applies a preview."""
+    values = {**args, **changes}
+    order = ("find", "replace", "prefix", "regex", "caseSensitive", "limit", "projectId", "dryRun", "expectedCount")
+    shown = ", ".join(f"{name}={_json(values[name])}" for name in order if name in values)
+    return f"replace_in_notes({shown})"
+
+
+# -- the tool ----------------------------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="replace_in_notes",
+        title="Replace in notes",
+        description=(
+            "Find and replace across notes (or under prefix). dryRun (default true) lists each note's matches "
+            "with a short diff and the call that applies it; dryRun=false writes each note only if unchanged since "
+            "it was read (else it is reported as a conflict), and expectedCount refuses if the count changed. "
+            "Links are plain text here. regex: search's safe subset, $1 for groups."
+        ),
+        params=(
+            Param("find", "Text, or a regex, to find.", kind="content"),
+            Param("replace", "What replaces each match.", kind="content"),
+            Param("prefix", "Only paths starting with this.", kind="prefix", required=False),
+            Param("regex", "find is a regex.", kind="flag", required=False),
+            Param("caseSensitive", "Default true.", kind="flag", required=False),
+            Param("dryRun", "Default true: preview only.", kind="flag", required=False),
+            Param("expectedCount", "Matches the preview reported.", kind="count", required=False),
+            Param("limit", "At most this many notes written.", kind="count", required=False),
+        ),
+        handler=replace_in_notes,
+        writes=True,
+        destructive=True,  # replaces text in many notes (the server keeps the old content as versions)
+        idempotent=False,  # a replacement that contains what it replaces changes the notes again
+        output_schema=object_schema(
+            {
+                "dryRun": {"type": "boolean"},
+                "matches": {"type": "integer"},
+                "notes": {"type": "array", "items": object_schema({"path": STRING}, ["path"])},
+                "notesSearched": {"type": "integer"},
+                "partial": {"type": "boolean"},
+            },
+            ["dryRun", "matches", "notes", "notesSearched", "partial"],
+        ),
+    ),
+)
