@@ -37,7 +37,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 #: Modules of one layer that must not import each other (by prefix).
 INDEPENDENT = (("server", "doctor"),)
-FAMILIES = ("tools.notes", "tools.reading", "tools.search", "tools.history", "tools.frontmatter", "tools.schemas")
+FAMILIES = ("tools.notes", "tools.reading", "tools.outline", "tools.search", "tools.history", "tools.frontmatter")
+FAMILIES += ("tools.schemas",)
 #: What the families share: it imports no family (nor the table that collects them).
 SHARED_TOOLS = ("tools.kinds", "tools.spec", "tools.context", "tools.registry")
 SHARED_TOOLS += ("tools.writes", "tools.no_lost_updates", "tools.versions")
