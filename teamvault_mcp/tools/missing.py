@@ -57,14 +57,17 @@ def not_found(
     except TeamVaultError:
         return error  # the note is missing all the same; only the hint is lost
     if said:
-        error.extend(said)
+        error.extend(f"— {said}")
     return error
 
 
 def _listing(client: TeamVaultClient, project_id: str, listings: Listings) -> list[VaultFile]:
-    with listings.lock:  # one listing per call, whichever thread of a batch read asks first
+    """The project's files and tombstones: listed once per call, whichever thread of a batch read asks first; a
+    listing that failed is not tried again in the same call (the notes are missing all the same)."""
+    with listings.lock:
         files = listings.by_project.get(project_id)
         if files is None:
+            listings.by_project[project_id] = []
             files = listings.by_project[project_id] = client.list_files(project_id, include_deleted=True)
         return files
 
@@ -75,7 +78,7 @@ def _deleted(client: TeamVaultClient, project_id: str, path: str, files: list[Va
     if tomb is None:
         return ""
     when = when_text(tomb.deleted_at or "")
-    said = f"It was deleted{' on ' + when if when else ''}."
+    said = f"it was deleted{' on ' + when if when else ''}."
     if not revival.write:
         return said + " This server may not write, so it cannot bring it back."
     quoted = json.dumps(path, ensure_ascii=False)
@@ -106,15 +109,15 @@ def _instead(path: str, files: list[VaultFile]) -> str:
     with_md = f"{path}.md"
     if not has_extension(path) and with_md in paths:
         link = printable(path.rsplit("/", 1)[-1])
-        return f"Did you mean {printable(with_md)}? (A link such as [[{link}]] leaves out .md.)"
+        return f"did you mean {printable(with_md)}? (A link such as [[{link}]] leaves out .md.)"
     folded = {candidate.casefold(): candidate for candidate in sorted(live, reverse=True)}
     for wanted in (path, with_md) if not has_extension(path) else (path,):
         same = folded.get(wanted.casefold())
         if same is not None:
-            return f"Did you mean {printable(same)}? Paths are case-sensitive."
+            return f"did you mean {printable(same)}? Paths are case-sensitive."
     found = find_paths(path, live, 1)
     if found and found[0][1] >= CLOSEST_NAME_SCORE:
-        return f"The closest name in the project: {printable(found[0][0])}."
+        return f"the closest name in the project is {printable(found[0][0])}."
     return ""
 
 

@@ -141,9 +141,15 @@ def _heading_line(heading: Heading) -> str:
     return f"{'#' * heading.level} {heading.name}  ({lines}, {heading.chars:,} chars{below})"
 
 
+#: The footer's example call is written out while its tocPath is this short (long titles are not repeated).
+EXAMPLE_TOC_CHARS = 300
+
+
 def _how_to_read(ctx: ToolContext, path: str, shown: list[Heading]) -> str:
-    first = shown[0]
-    call = f"read_note(path={json.dumps(path, ensure_ascii=False)}, section={toc_argument(first.path)})"
+    section = toc_argument(shown[0].path)
+    if len(section) > EXAMPLE_TOC_CHARS:
+        section = "<this level's tocPath and the heading's name>"
+    call = f"read_note(path={json.dumps(path, ensure_ascii=False)}, section={section})"
     said = f"Read a heading with {call}" if ctx.tools.has("read_note") else ""
     if any(heading.children for heading in shown):
         down = "note_outline with its tocPath goes one level down"
@@ -178,7 +184,7 @@ TOOLS: tuple[Tool, ...] = (
             "A note's headings one level at a time, each with its lines and size; under a lone top heading at "
             "once. tocPath goes one level down. A title repeated at one level is named 'Title [2]'."
         ),
-        see=(See(("read_note",), "read_note(path, section=<a heading's tocPath>) reads just that heading."),),
+        see=(See(("read_note",), "read_note(path, section=...) reads just that heading."),),
         params=(
             NOTE_PATH,
             Param(

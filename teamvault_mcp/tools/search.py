@@ -429,7 +429,7 @@ TOOLS: tuple[Tool, ...] = (
             "section and a snippet, at most 3 per note. No hits: it says what to try (a typo is retried as the "
             "vault's closest word). A search cut short by time says so."
         ),
-        see=(See(("read_note",), "read_note(path, section=<the hit's section>) reads just that part."),),
+        see=(See(("read_note",), "read_note(path, section=...) reads a hit's section."),),
         params=(
             Param("query", "Words, a phrase, or a regex (see mode).", kind="query"),
             Param("prefix", "Only paths starting with this, e.g. 'projects/'.", kind="prefix", required=False),

@@ -57,8 +57,6 @@ class Tool:
     description: str
     params: tuple[Param, ...]
     handler: Handler
-    #: Sentences added to the description when the tools they name are registered.
-    see: tuple[See, ...] = ()
     writes: bool = False
     #: MCP hints; see https://modelcontextprotocol.io/specification (ToolAnnotations).
     destructive: bool = False
@@ -74,6 +72,8 @@ class Tool:
     needs_schemas: bool = False
     #: Instead of ``params``: arguments described by a schema note (the generated upsert_<name> tools).
     spec: ArgumentSpec | None = None
+    #: Sentences added to the description when the tools they name are registered.
+    see: tuple[See, ...] = ()
     all_params: tuple[Param, ...] = field(init=False)
 
     def __post_init__(self) -> None:
