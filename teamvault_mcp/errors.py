@@ -433,10 +433,15 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
 
 def meaning_of(status: int, code: str | None, target: str | None, method: str) -> str:
     """The English text of the first row of :data:`STATUS_MEANINGS` that matches this answer."""
+    return row_of(status, code, target, method).text
+
+
+def row_of(status: int, code: str | None, target: str | None, method: str) -> StatusMeaning:
+    """The first row of :data:`STATUS_MEANINGS` that matches this answer (the last one matches anything)."""
     for row in STATUS_MEANINGS:
         if row.matches(status, code, target, method):
-            return row.text
-    return STATUS_MEANINGS[-1].text
+            return row
+    return STATUS_MEANINGS[-1]
 
 
 def target_of(api_path: str) -> str | None:
@@ -493,10 +498,16 @@ class HTTPStatusError(TeamVaultError):
         self.code = code
         self.detail = detail
         self.retry_after = retry_after
-        meaning = meaning_of(status, code, target_of(api_path), method)
+        row = row_of(status, code, target_of(api_path), method)
         named = _Named({key: printable(value) for key, value in (about or {}).items()}, location=location or "?")
         shown_code = f" ({printable(code)[:80]})" if code else ""
-        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning.format_map(named)}"
+        meaning = row.text.format_map(named)
+        if about and row.methods is not None:
+            # A row written for this very request says all the agent needs, naming its paths: the API path's
+            # internal ids and the server's own words (mostly Russian) would only be noise.
+            super().__init__(f"HTTP {status}{shown_code}: {meaning}")
+            return
+        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning}"
         super().__init__(text + server_said(detail))
 
 

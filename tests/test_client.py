@@ -280,6 +280,11 @@ def test_every_error_answer_says_in_english_what_happened_and_what_to_do(
     text = str(caught.value)
     api_path = url.removeprefix(BASE)
     shown_code = f" ({code})" if code else ""
+    if status == 409 and method in ("POST", "PATCH"):
+        # Written for this request: it names the paths, so neither the API path's ids nor the server's words
+        assert text.startswith(f"HTTP {status}{shown_code}: "), text
+        assert english in text and api_path not in text and server_message not in text
+        return
     assert text.startswith(f"{method} {api_path} → HTTP {status}{shown_code}: "), text
     assert english in text
     assert f'Server said: "{server_message}"' in text  # the server's words follow, quoted, never alone

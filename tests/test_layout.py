@@ -41,7 +41,7 @@ FAMILIES = ("tools.notes", "tools.reading", "tools.outline", "tools.search", "to
 FAMILIES += ("tools.schemas",)
 #: What the families share: it imports no family (nor the table that collects them).
 SHARED_TOOLS = ("tools.kinds", "tools.spec", "tools.context", "tools.registry")
-SHARED_TOOLS += ("tools.writes", "tools.no_lost_updates", "tools.versions")
+SHARED_TOOLS += ("tools.writes", "tools.no_lost_updates", "tools.versions", "tools.missing", "tools.team_note")
 #: Third-party packages only some folders may import.
 ONLY_IN = {"mcp": ("server",), "pydantic": ("server",), "pydantic_core": ("server",)}
 ONLY_IN |= {"requests": ("vault",), "urllib3": ("vault",)}

@@ -25,6 +25,9 @@ from teamvault_mcp.server.stdio import serve_stdio
 from teamvault_mcp.tools.context import ToolSet
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import TOOLS
+from teamvault_mcp.tools.team_note import TEAM_NOTE_LIMIT, TeamNote, load_team_note
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget
 
 #: The server's instructions, clause by clause: (the tools a clause names, its text). A clause is sent only when
 #: every tool it names is registered (read-only mode, TEAM_VAULT_TOOLS), so the agent is never sent to a tool
@@ -91,7 +94,7 @@ AFTER: tuple[Clause, ...] = (
 )
 
 
-def instructions_for(config: Config, tools: ToolSet) -> str:
+def instructions_for(config: Config, tools: ToolSet, team_note: TeamNote | None = None) -> str:
     """The instructions sent in ``initialize``: how the registered tools fit together, and what this server's
     configuration adds (the write folders, the team's own instructions note)."""
     writes = bool(tools.names - READ_ONLY_TOOLS)
@@ -123,6 +126,8 @@ def instructions_for(config: Config, tools: ToolSet) -> str:
             f"- Writes are limited to these folders: {config.write_scope_text()}{elsewhere}. "
             "Reading is possible everywhere."
         )
+    if team_note is not None and team_note.text is not None:
+        lines.append(f"- The team's own instructions, from {team_note.path}:\n{team_note.text}")
     return "\n".join(lines)
 
 
@@ -201,9 +206,20 @@ def build_server(runner: ToolRunner) -> Server[Any]:
     return Server(
         "team-vault",
         version=__version__,
-        instructions=instructions_for(runner.config, runner.tool_set()),
+        instructions=instructions_for(runner.config, runner.tool_set(), _team_note(runner)),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+    )
+
+
+def _team_note(runner: ToolRunner) -> TeamNote | None:
+    """TEAM_VAULT_INSTRUCTIONS_NOTE, read now within the schema notes' start-up limit (None: not configured)."""
+    config = runner.config
+    if config.instructions_note is None or config.project_id is None:
+        return None
+    budget = min(TEAM_NOTE_LIMIT, config.call_budget)
+    return load_team_note(
+        lambda: runner.client(Budget(budget, runner.clock), CancelToken()), config.project_id, config.instructions_note
     )
 
 
