@@ -164,8 +164,10 @@ def _vocabulary(ctx: ToolContext, gathered: Gathered) -> Counter[str]:
 def _corrected(ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: Scored) -> tuple[Matcher, Scored] | None:
     """A text search whose words are not all in the vault, made again with the closest word of the vault for
     each missing one (a typo: ``failovr``); None when a word has no close word, or the new search finds nothing."""
+    if matcher.mode != "text":  # a phrase or a regex counts its notes as one term, not word by word
+        return None
     missing = [word for word, notes in zip(matcher.words, scored.holding, strict=True) if not notes]
-    if matcher.mode != "text" or not missing:
+    if not missing:
         return None
     counts = _vocabulary(ctx, gathered)
     replaced = {}
@@ -192,7 +194,8 @@ def _said_as(replaced: dict[str, str]) -> str:
 def _no_hits(ctx: ToolContext, query: str, mode: str, matcher: Matcher, gathered: Gathered, scored: Scored) -> str:
     """What a search that found nothing says: which words the vault lacks and its close words, what to try."""
     quoted = json.dumps(query, ensure_ascii=False)
-    said = [f"No note matches {quoted} ({mode}; {scored.searched:,} notes searched)."]
+    searched = f"{scored.searched:,} note{'s' if scored.searched != 1 else ''} searched"
+    said = [f"No note matches {quoted} ({mode}; {searched})."]
     tries = []
     if mode == "text":
         words = matcher.words
