@@ -42,10 +42,33 @@ from teamvault_mcp.localvault.store import Change
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL = 0.75
-WORDS = (
-    "budget launch review backlog customer ticket release schedule vendor contract design sprint metrics "
-    "incident report roadmap hiring onboarding training audit policy service deploy staging capacity"
-).split()
+WORDS = [
+    "budget",
+    "launch",
+    "review",
+    "backlog",
+    "customer",
+    "ticket",
+    "release",
+    "schedule",
+    "vendor",
+    "contract",
+    "design",
+    "sprint",
+    "metrics",
+    "incident",
+    "report",
+    "roadmap",
+    "hiring",
+    "onboarding",
+    "training",
+    "audit",
+    "policy",
+    "service",
+    "deploy",
+    "staging",
+    "capacity",
+]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
