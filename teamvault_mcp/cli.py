@@ -349,6 +349,8 @@ def _on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callabl
             "TEAM_VAULT_API_KEY": vault.api_key,
             "TEAM_VAULT_PROJECT_ID": environ.get("TEAM_VAULT_PROJECT_ID") or vault.project_id,
             "TEAM_VAULT_CACHE_NAMESPACE": f"local vault {vault.data_dir.resolve()}",
+            # A local vault holds one project: the tools' schemas need no projectId (README: Configuration).
+            "TEAM_VAULT_SINGLE_PROJECT": environ.get("TEAM_VAULT_SINGLE_PROJECT") or "1",
         }
         return command(local)
     finally:

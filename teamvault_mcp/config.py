@@ -7,6 +7,7 @@ out of ``repr`` and out of every message.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,11 @@ FALSE_WORDS = ("0", "false", "no", "off", "")
 DEFAULT_CALL_BUDGET = 45.0
 DEFAULT_CACHE_MAX_MB = 512
 DEFAULT_ATTEMPT_TIMEOUT = 20.0
+#: A plain read_note longer than this is cut (TEAM_VAULT_MAX_READ_CHARS): ~12,500 tokens, half of the 25,000 tokens
+#: above which Claude Code refuses a tool result by default.
+DEFAULT_MAX_READ_CHARS = 50_000
+#: The largest TEAM_VAULT_MAX_READ_CHARS: a write takes at most 5 MiB, and no host takes a result this size anyway.
+MAX_READ_CHARS_LIMIT = 5 * 1024 * 1024
 #: A call needs room for at least one attempt (README: Reliability: none starts with less than 2 s left).
 MIN_CALL_BUDGET = 2.0
 #: Above an hour the "shorter than the host's timeout" promise means nothing.
@@ -31,7 +37,8 @@ USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
-    "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR)"
+    "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR, "
+    "TEAM_VAULT_SINGLE_PROJECT, TEAM_VAULT_MAX_READ_CHARS, TEAM_VAULT_INSTRUCTIONS_NOTE, TEAM_VAULT_TOOLS)"
 )
 
 
@@ -60,6 +67,16 @@ class Config:
     project_write_prefixes: tuple[tuple[str, str], ...] = ()
     #: The folder (``"schemas/"``) of the schema notes that define upsert_<name> tools; None: none.
     schema_dir: str | None = None
+    #: The default project is the only one agents work in (TEAM_VAULT_SINGLE_PROJECT, and ``--local``): the
+    #: tools' schemas leave ``projectId`` out, and a call naming another project is refused.
+    single_project: bool = False
+    #: A plain read_note longer than this many characters is cut, with the call that reads on; 0: never cut.
+    max_read_chars: int = DEFAULT_MAX_READ_CHARS
+    #: A note of the default project whose text is added to the server's instructions; None: none.
+    instructions_note: str | None = None
+    #: TEAM_VAULT_TOOLS: the tools named (None: all of them) and those dropped (``-name``).
+    tools_named: frozenset[str] | None = None
+    tools_dropped: frozenset[str] = frozenset()
 
     @property
     def writes_fenced(self) -> bool:
@@ -112,6 +129,14 @@ def load_config(environ: Mapping[str, str]) -> Config:
     audit_log = _absolute_path(environ, "TEAM_VAULT_AUDIT_LOG", problems)
     write_prefixes, project_write_prefixes = _write_prefixes(environ, problems)
     schema_dir = _schema_dir(environ, project_id, problems)
+    single_project = _flag(environ, "TEAM_VAULT_SINGLE_PROJECT", problems)
+    if single_project and project_id is None:
+        problems.append("TEAM_VAULT_SINGLE_PROJECT needs TEAM_VAULT_PROJECT_ID: the project agents work in.")
+    max_read_chars = _count(
+        environ, "TEAM_VAULT_MAX_READ_CHARS", DEFAULT_MAX_READ_CHARS, MAX_READ_CHARS_LIMIT, problems
+    )
+    instructions_note = _instructions_note(environ, project_id, problems)
+    tools_named, tools_dropped = _tools(environ, read_only, schema_dir, problems)
     cache_max_mb = _number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
@@ -133,6 +158,11 @@ def load_config(environ: Mapping[str, str]) -> Config:
         write_prefixes=write_prefixes,
         project_write_prefixes=project_write_prefixes,
         schema_dir=schema_dir,
+        single_project=single_project,
+        max_read_chars=max_read_chars,
+        instructions_note=instructions_note,
+        tools_named=tools_named,
+        tools_dropped=tools_dropped,
     )
 
 
@@ -191,6 +221,17 @@ def _number(
     return value
 
 
+def _count(environ: Mapping[str, str], name: str, default: int, maximum: int, problems: list[str]) -> int:
+    """A whole number from 0 to ``maximum`` (0 meaning "no limit" where the variable says so)."""
+    raw = environ.get(name, "").strip().replace("_", "").replace(",", "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) > maximum:
+        problems.append(f"{name}={environ[name]!r} is not a whole number from 0 (no limit) to {maximum:,}.")
+        return default
+    return int(raw)
+
+
 def _cache_dir(environ: Mapping[str, str], problems: list[str]) -> Path | None:
     from teamvault_mcp.vault.cache import default_cache_dir
 
@@ -238,6 +279,71 @@ def _schema_dir(environ: Mapping[str, str], project_id: str | None, problems: li
             "TEAM_VAULT_SCHEMA_DIR needs TEAM_VAULT_PROJECT_ID: the schema notes are read from that project."
         )
     return _folder("TEAM_VAULT_SCHEMA_DIR", raw, problems)
+
+
+def _instructions_note(environ: Mapping[str, str], project_id: str | None, problems: list[str]) -> str | None:
+    from teamvault_mcp.errors import InvalidPathError
+    from teamvault_mcp.text.paths import stored_path_of
+
+    raw = environ.get("TEAM_VAULT_INSTRUCTIONS_NOTE", "").strip()
+    if not raw:
+        return None
+    if project_id is None:
+        problems.append("TEAM_VAULT_INSTRUCTIONS_NOTE needs TEAM_VAULT_PROJECT_ID: the note is read from that project.")
+    if raw.endswith("/"):
+        problems.append(f"TEAM_VAULT_INSTRUCTIONS_NOTE={raw!r} is a folder; name the note, e.g. agents/conventions.md.")
+        return None
+    try:
+        return stored_path_of(raw)
+    except InvalidPathError as error:
+        problems.append(f"TEAM_VAULT_INSTRUCTIONS_NOTE={raw!r} is not a note's path ({error}).")
+        return None
+
+
+def _tools(
+    environ: Mapping[str, str], read_only: bool, schema_dir: str | None, problems: list[str]
+) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """``read_note, search_notes`` → only those tools; ``-delete_note`` → all but that one (both may be mixed).
+
+    Every name must be a tool this server can register: a misspelt name would silently take a tool away.
+    ``upsert_*`` names every schema tool; ``upsert_<schema>`` one of them (checked when the schemas load).
+    """
+    from teamvault_mcp.tools.table import SCHEMA_TOOLS, TOOLS
+
+    name = "TEAM_VAULT_TOOLS"
+    raw = environ.get(name, "")
+    items = [item for item in raw.replace(",", " ").split() if item]
+    if not items:
+        return None, frozenset()
+    writes = {tool.name for tool in TOOLS if tool.writes}
+    needs_schemas = {tool.name for tool in TOOLS if tool.needs_schemas}
+    known = [tool.name for tool in TOOLS]
+    named: set[str] = set()
+    dropped: set[str] = set()
+    unknown: list[str] = []
+    for item in items:
+        tool = item[1:] if item.startswith("-") else item
+        is_schema_tool = tool == SCHEMA_TOOLS or (tool.startswith("upsert_") and tool[7:].isidentifier())
+        if tool not in known and not is_schema_tool:
+            unknown.append(item)
+            continue
+        if is_schema_tool and schema_dir is None:
+            problems.append(f"{name} names {tool}, but TEAM_VAULT_SCHEMA_DIR is not set: there are no schema tools.")
+        if not item.startswith("-"):
+            if read_only and (tool in writes or is_schema_tool):
+                problems.append(f"{name} names {tool}, a write tool, but TEAM_VAULT_READ_ONLY registers none.")
+            if tool in needs_schemas and schema_dir is None:
+                problems.append(f"{name} names {tool}, which exists only with TEAM_VAULT_SCHEMA_DIR.")
+        (dropped if item.startswith("-") else named).add(tool)
+    if unknown:
+        hints = []
+        for item in unknown:
+            close = difflib.get_close_matches(item.lstrip("-"), known, n=1)
+            hints.append(f"{item} (did you mean {close[0]}?)" if close else item)
+        problems.append(f"{name} names tools this server does not have: {', '.join(hints)}. Tools: {', '.join(known)}.")
+    if named and named <= dropped:
+        problems.append(f"{name}={raw.strip()!r} leaves no tool at all.")
+    return (frozenset(named) if named else None), frozenset(dropped)
 
 
 def _write_prefixes(

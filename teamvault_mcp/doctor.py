@@ -47,7 +47,7 @@ from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, RetryPolicy, SystemClock
 
 #: The checks, in the order they run and are reported.
-CHECKS = ("config", "dns", "tcp", "tls", "key", "project", "latency", "write", "idempotency", "schemas")
+CHECKS = ("config", "dns", "tcp", "tls", "key", "project", "latency", "write", "idempotency", "schemas", "instructions")
 MARKS = {"pass": "✓", "fail": "✗", "warn": "!", "unknown": "?", "skip": "–"}
 #: Roles whose holders can change notes (the Team Vault server's editor roles).
 WRITE_ROLES = frozenset({"OWNER", "ADMIN", "EDITOR"})
@@ -111,6 +111,7 @@ class Doctor:
             self._latency(client)
         self._write_and_idempotency(config, project)
         self._schemas(config, project)
+        self._instructions(config, project)
         return self.checks
 
     @property
@@ -443,6 +444,34 @@ class Doctor:
             f"{detail}; {len(loaded.problems)} note(s) not loaded: {first_source}: {first_problem}{more}",
             "fix those schema notes; list_schemas (or teamvault-mcp call list_schemas) shows every problem",
         )
+
+    def _instructions(self, config: Config, project: Project | None) -> None:
+        """TEAM_VAULT_INSTRUCTIONS_NOTE: is the note there, and is it sent whole? As the server reads it at start-up."""
+        if config.instructions_note is None:
+            self._add("instructions", "skip", "skipped: TEAM_VAULT_INSTRUCTIONS_NOTE is not set")
+            return
+        if project is None:
+            self._add("instructions", "skip", "skipped: no readable default project")
+            return
+        from teamvault_mcp.tools.team_note import read_team_note
+
+        with self._client(config) as client:
+            try:
+                note = read_team_note(client, project.id, config.instructions_note)
+            except TeamVaultError as error:
+                self._add("instructions", "warn", f"{config.instructions_note} could not be read: {error}")
+                return
+        if note.text is None:
+            self._add(
+                "instructions",
+                "warn",
+                note.status,
+                "create the note, or fix TEAM_VAULT_INSTRUCTIONS_NOTE; the server starts without it meanwhile",
+            )
+        elif note.cut:
+            self._add("instructions", "warn", note.status, "shorten the note; agents get its first part only")
+        else:
+            self._add("instructions", "pass", note.status)
 
     @contextmanager
     def _client(self, config: Config) -> Iterator[Any]:

@@ -42,6 +42,7 @@ makes this module longer than most; it reads better next to the error that uses 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 UNCERTAIN_WRITE_HINT = (
@@ -255,7 +256,8 @@ _NOT_TEAM_VAULT = (
 
 #: Error answers in English, most specific row first: the first row that matches is used. A tool-specific
 #: next step is one more row above the general one: a move onto an existing path, say, is
-#: ``StatusMeaning(409, "…", code="path_exists", target="file", methods=("PATCH",))``.
+#: ``StatusMeaning(409, "…", code="path_exists", target="file", methods=("PATCH",))``. A text may name what the
+#: request was about: ``{path}`` (a create's path), ``{newPath}`` (a move's target), ``{location}`` (a redirect's).
 STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
     StatusMeaning(
         range(300, 400),
@@ -333,6 +335,38 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
     StatusMeaning(404, "the server does not know this address. Run `teamvault-mcp check` to diagnose it."),
     StatusMeaning(
         409,
+        "another note already holds {newPath} (a deleted note keeps its path too). Nothing was moved; choose "
+        "another newPath, or move that note away first.",
+        code="path_exists",
+        target="file",
+        methods=("PATCH",),
+    ),
+    StatusMeaning(
+        409,
+        "{newPath} cannot be a note's path: a folder of that name holds notes, or a folder on the way to it is a "
+        "note. Nothing was moved; to move the note into that folder, end newPath with '/' (e.g. 'archive/').",
+        code="path_blocked",
+        target="file",
+        methods=("PATCH",),
+    ),
+    StatusMeaning(
+        409,
+        "a note was created at {path} meanwhile. Nothing was written; read it, then replace it with "
+        "write_note(mode='update') or choose another path.",
+        code="path_exists",
+        target="project",
+        methods=("POST",),
+    ),
+    StatusMeaning(
+        409,
+        "no note can be created at {path}: a folder of that name holds notes, or a folder on the way to it is a "
+        "note. Nothing was written; choose another path (list_notes shows what is there).",
+        code="path_blocked",
+        target="project",
+        methods=("POST",),
+    ),
+    StatusMeaning(
+        409,
         "a note already exists at that path. Nothing was changed; choose another path, or change that note.",
         code="path_exists",
     ),
@@ -399,10 +433,15 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
 
 def meaning_of(status: int, code: str | None, target: str | None, method: str) -> str:
     """The English text of the first row of :data:`STATUS_MEANINGS` that matches this answer."""
+    return row_of(status, code, target, method).text
+
+
+def row_of(status: int, code: str | None, target: str | None, method: str) -> StatusMeaning:
+    """The first row of :data:`STATUS_MEANINGS` that matches this answer (the last one matches anything)."""
     for row in STATUS_MEANINGS:
         if row.matches(status, code, target, method):
-            return row.text
-    return STATUS_MEANINGS[-1].text
+            return row
+    return STATUS_MEANINGS[-1]
 
 
 def target_of(api_path: str) -> str | None:
@@ -451,6 +490,7 @@ class HTTPStatusError(TeamVaultError):
         code: str | None = None,
         retry_after: float | None = None,
         location: str | None = None,
+        about: Mapping[str, str] | None = None,
     ) -> None:
         self.method = method
         self.api_path = api_path
@@ -458,10 +498,24 @@ class HTTPStatusError(TeamVaultError):
         self.code = code
         self.detail = detail
         self.retry_after = retry_after
-        meaning = meaning_of(status, code, target_of(api_path), method)
+        row = row_of(status, code, target_of(api_path), method)
+        named = _Named({key: printable(value) for key, value in (about or {}).items()}, location=location or "?")
         shown_code = f" ({printable(code)[:80]})" if code else ""
-        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning.format(location=location or '?')}"
+        meaning = row.text.format_map(named)
+        if about and row.methods is not None:
+            # A row written for this very request says all the agent needs, naming its paths: the API path's
+            # internal ids and the server's own words (mostly Russian) would only be noise.
+            super().__init__(f"HTTP {status}{shown_code}: {meaning}")
+            return
+        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning}"
         super().__init__(text + server_said(detail))
+
+
+class _Named(dict[str, str]):
+    """What a meaning's text may name; a name the request did not give reads as "that path"."""
+
+    def __missing__(self, key: str) -> str:
+        return "that path"
 
 
 class KeyInUseError(HTTPStatusError):

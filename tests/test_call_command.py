@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from support.env import env_for
 from support.fakes import make_config
+from support.seeding import digest
 from support.waiting import GENEROUS, assert_within, wait_until
 
 from teamvault_mcp.cli import main
@@ -35,6 +36,11 @@ def vault(tmp_path: Path) -> Iterator[LocalVault]:
         yield running
 
 
+def as_read(text: str) -> str:
+    """What ``call read_note`` prints for a note holding ``text``: the text block, then the contentHash block."""
+    return f"{text}\n[contentHash: {digest(text)}]\n"
+
+
 def call(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str) -> tuple[int, str, str]:
     code = main(["call", *argv], environ)
     out, err = capsys.readouterr()
@@ -45,9 +51,9 @@ def test_a_write_then_a_read(vault: LocalVault, capsys: pytest.CaptureFixture[st
     environ = env_for(vault)
     code, out, _ = call(capsys, environ, "write_note", "path=inbox/2024.md", "content=# Plan\nship it\n")
     assert code == 0
-    assert json.loads(out)["action"] == "created"
+    assert out.startswith("Created inbox/2024.md (")
     code, out, _ = call(capsys, environ, "read_note", "path=inbox/2024.md")
-    assert (code, out) == (0, "# Plan\nship it\n")
+    assert (code, out) == (0, as_read("# Plan\nship it\n"))
 
 
 def test_a_tool_error_exits_1_with_the_agents_message(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,7 +112,7 @@ def test_flags_and_versions(vault: LocalVault, capsys: pytest.CaptureFixture[str
     call(capsys, environ, "write_note", "path=a.md", "content=one\n")
     call(capsys, environ, "write_note", "path=a.md", "content=two\n")
     code, out, _ = call(capsys, environ, "read_note_version", "path=a.md", "version=1")
-    assert (code, out) == (0, "one\n")
+    assert (code, out) == (0, "one\n\n[a.md version 1, contentHash " + digest("one\n") + "]\n")
     edits = '[{"oldText": "two", "newText": "2"}]'
     code, out, _ = call(capsys, environ, "edit_note", "path=a.md", f"edits={edits}", "dryRun=true")
     assert code == 0 and out.startswith("Dry run: nothing was written.")
@@ -119,7 +125,7 @@ def test_json_args_from_stdin_with_pairs_on_top(
     code, _, _ = call(capsys, env_for(vault), "write_note", "--json-args", "-", "path=y.md")
     assert code == 0
     code, out, _ = call(capsys, env_for(vault), "read_note", "path=y.md")
-    assert out == "line 1\nline 2\n"
+    assert out == as_read("line 1\nline 2\n")
 
 
 @pytest.mark.parametrize(
@@ -129,7 +135,7 @@ def test_json_args_from_stdin_with_pairs_on_top(
         (["read_note", "=a.md"], "'=a.md' is not key=value"),
         (["read_note", "--json-args", "{path: 1}"], "--json-args is not valid JSON"),
         (["read_note", "--json-args", '["a.md"]'], "--json-args must be a JSON object"),
-        (["read_note", "path=a.md", "section=Plan"], "section takes a JSON array"),
+        (["read_note", "path=a.md", "section=[Plan"], "section takes a JSON array"),
     ],
 )
 def test_a_bad_command_line_exits_2_and_sends_nothing(
@@ -179,7 +185,7 @@ def test_on_a_local_vault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["--local", data, "call", "write_note", "path=a.md", "content=kept\n"], {}) == 0
     capsys.readouterr()
     assert main(["--local", data, "call", "read_note", "path=a.md"], {}) == 0
-    assert capsys.readouterr().out == "kept\n"
+    assert capsys.readouterr().out == as_read("kept\n")
 
 
 def test_ctrl_c_cancels_the_call_in_flight(vault: LocalVault) -> None:
@@ -223,7 +229,7 @@ def test_schema_tools_and_front_matter_from_the_shell(vault: LocalVault, capsys:
     code, out, _ = call(capsys, environ, "update_frontmatter", "path=Tasks/ship.md", 'set={"points": 5}')
     assert code == 0
     code, out, _ = call(capsys, environ, "read_frontmatter", "path=Tasks/ship.md")
-    assert json.loads(out)["frontmatter"] == {"slug": "ship", "points": 5, "done": True, "labels": ["q4"]}
+    assert json.loads(out.splitlines()[0]) == {"slug": "ship", "points": 5, "done": True, "labels": ["q4"]}
     code, out, _ = call(capsys, environ, "upsert_task", "slug=ship", "points=none")
     assert code == 1 and out == "Field 'points' must be a whole number of at least 1, got 'none'.\n"
 
@@ -248,7 +254,7 @@ def test_local_comes_before_or_after_the_command(
     assert main(["--local", str(data), "call", "write_note", "path=a.md", "content=kept\n"], {}) == 0
     capsys.readouterr()
     assert main([item.replace("{dir}", str(data)) for item in argv], {}) == 0
-    assert capsys.readouterr().out == "kept\n"
+    assert capsys.readouterr().out == as_read("kept\n")
 
 
 def test_check_takes_local_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

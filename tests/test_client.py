@@ -243,8 +243,10 @@ FILE_URL = f"{FILES}/f1"
         ("POST", FILES, 400, "path_required", "This is a bug in teamvault-mcp"),
         ("POST", FILES, 400, "expected_multipart", "This is a bug in teamvault-mcp"),
         ("PATCH", FILE_URL, 400, "validation_error", "the server refused the request as invalid"),
-        ("POST", FILES, 409, "path_exists", "a note already exists at that path"),
-        ("PATCH", FILE_URL, 409, "path_blocked", "the path is blocked: a folder of that name holds notes"),
+        ("POST", FILES, 409, "path_exists", "a note was created at a.md meanwhile. Nothing was written"),
+        ("POST", FILES, 409, "path_blocked", "no note can be created at a.md: a folder of that name holds notes"),
+        ("PATCH", FILE_URL, 409, "path_exists", "another note already holds b.md (a deleted note keeps its path"),
+        ("PATCH", FILE_URL, 409, "path_blocked", "b.md cannot be a note's path: a folder of that name holds notes"),
         ("PUT", FILE_URL, 413, None, "its proxy's body limit: 50 MB"),
         ("PUT", FILE_URL, 422, "idempotency_key_mismatch", "This is a bug in teamvault-mcp"),
         ("GET", FILES, 429, None, "the server is busy"),
@@ -278,6 +280,11 @@ def test_every_error_answer_says_in_english_what_happened_and_what_to_do(
     text = str(caught.value)
     api_path = url.removeprefix(BASE)
     shown_code = f" ({code})" if code else ""
+    if status == 409 and method in ("POST", "PATCH"):
+        # Written for this request: it names the paths, so neither the API path's ids nor the server's words
+        assert text.startswith(f"HTTP {status}{shown_code}: "), text
+        assert english in text and api_path not in text and server_message not in text
+        return
     assert text.startswith(f"{method} {api_path} → HTTP {status}{shown_code}: "), text
     assert english in text
     assert f'Server said: "{server_message}"' in text  # the server's words follow, quoted, never alone

@@ -133,7 +133,7 @@ async def test_a_plain_write_replaces_by_intent_but_says_what_and_whose(session:
     assert session.content("a.md") == b"mine\n"
     assert "by Colleague" in result["replacedMeanwhile"]
     assert 'restore_note_version(path="a.md", version=2)' in result["replacedMeanwhile"]
-    assert "replacedMeanwhile" in text
+    assert f"This replaced a change made meanwhile: {result['replacedMeanwhile']}" in text
 
 
 async def test_a_delete_with_expected_hash_over_a_colleagues_write_is_undone(session: Session) -> None:

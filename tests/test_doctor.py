@@ -52,7 +52,9 @@ def test_a_healthy_setup_passes_every_check(vault: LocalVault) -> None:
     assert {name: check.status for name, check in checks.items()} == {
         **dict.fromkeys(CHECKS, "pass"),
         "schemas": "skip",
+        "instructions": "skip",
     }
+    assert checks["instructions"].detail == "skipped: TEAM_VAULT_INSTRUCTIONS_NOTE is not set"
     assert checks["schemas"].detail == "skipped: TEAM_VAULT_SCHEMA_DIR is not set (no schema tools)"
     assert checks["key"].detail == "accepted for local@teamvault.invalid (Local user)"
     assert checks["project"].detail == f'{vault.project_id} "Local vault": readable, 1 file'
@@ -375,3 +377,21 @@ def test_a_server_that_echoes_the_key_never_gets_it_into_the_report(
     assert "X-API-Key: ***" in out
     assert "\x1b" not in out  # a server's control characters cannot garble the terminal
     assert "accepted for echo" in out and "failed: " in out
+
+
+def test_check_reports_the_instructions_note_read_whole_cut_or_missing(vault: LocalVault) -> None:
+    seed(vault, "agents/conventions.md", "Meeting notes go in meetings/.\n", "text/markdown")
+    checks, ok = run(env_for(vault, INSTRUCTIONS_NOTE="agents/conventions.md"))
+    assert ok and checks["instructions"].status == "pass"
+    assert checks["instructions"].detail == "agents/conventions.md: 31 characters, added to the instructions"
+
+    seed(vault, "agents/long.md", "".join(f"Rule {n}: be kind.\n" for n in range(400)), "text/markdown")
+    checks, ok = run(env_for(vault, INSTRUCTIONS_NOTE="agents/long.md"))
+    assert ok and checks["instructions"].status == "warn"
+    assert "only the first 4,000 go into the instructions" in checks["instructions"].detail
+    assert "shorten the note" in (checks["instructions"].hint or "")
+
+    checks, ok = run(env_for(vault, INSTRUCTIONS_NOTE="agents/nothing.md"))
+    assert ok and checks["instructions"].status == "warn"  # the server starts without it: not a failure
+    assert checks["instructions"].detail == "no note at agents/nothing.md: the instructions go without it"
+    assert "TEAM_VAULT_INSTRUCTIONS_NOTE" in (checks["instructions"].hint or "")

@@ -409,7 +409,7 @@ async def test_the_description_says_exactly_where_append_puts_the_content(plain:
     tools = {tool.name: tool for tool in (await plain.client.list_tools()).tools}
     description = tools["edit_section"].description or ""
     assert (
-        "at the end of the section, subsections included, just before the next heading of the same or a higher level"
+        "at the section's end, subsections included, before the next heading of the same or a higher level"
         in description
     )
     assert tools["edit_section"].annotations.destructive_hint and not tools["edit_section"].annotations.idempotent_hint

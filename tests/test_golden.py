@@ -95,6 +95,7 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
 _PLACEHOLDERS = [
     (re.compile(r"\bc[0-9a-f]{24}\b"), "<id>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z"), "<time>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}\b"), "<minute>"),  # a listing's one-line times
     (re.compile(r"http://127\.0\.0\.1:\d+"), "<vault>"),
     (re.compile(r"(?<=in )\d+\.\d s\b"), "<seconds>"),
 ]

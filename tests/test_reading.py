@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from typing import Any
 
@@ -71,10 +70,16 @@ async def test_outline_gives_the_top_level_with_lines_sizes_and_the_preamble(
     serve_note(http_mock, "book.md", NOTE)
     text, is_error, outline = await call(runner, "note_outline", path="book.md")
     assert not is_error
-    assert json.loads(text) == outline
-    assert [(h["title"], h["path"], h["hasChildren"], h["startLine"], h["endLine"]) for h in outline["headings"]] == [
-        ("Chapter 1", ["Chapter 1"], True, 5, 10),
-        ("Chapter 2", ["Chapter 2"], False, 11, 12),
+    assert [(h["title"], h["hasChildren"], h["startLine"], h["endLine"]) for h in outline["headings"]] == [
+        ("Chapter 1", True, 5, 10),
+        ("Chapter 2", False, 11, 12),
+    ]
+    assert text.splitlines()[1:] == [
+        "Lines 1–4 come before the first heading (33 chars).",
+        f"# Chapter 1  (lines 5–10, {outline['headings'][0]['chars']} chars, has subheadings)",
+        f"# Chapter 2  (lines 11–12, {outline['headings'][1]['chars']} chars)",
+        'Read a heading with read_note(path="book.md", section="Chapter 1"); note_outline with its tocPath goes one '
+        "level down.",
     ]
     assert outline["preamble"] == {"startLine": 1, "endLine": 4, "chars": len("---\ntags: [demo]\n---\nIntro line.\n")}
     assert (outline["totalLines"], outline["totalChars"]) == (12, len(NOTE))
@@ -84,7 +89,8 @@ async def test_outline_goes_one_level_down_with_toc_path(runner: ToolRunner, htt
     serve_note(http_mock, "book.md", NOTE)
     _, _, outline = await call(runner, "note_outline", path="book.md", tocPath=["Chapter 1"])
     assert outline["tocPath"] == ["Chapter 1"]
-    assert [h["path"] for h in outline["headings"]] == [["Chapter 1", "Intro"], ["Chapter 1", "Details"]]
+    assert [h["title"] for h in outline["headings"]] == ["Intro", "Details"]
+    assert all("path" not in h for h in outline["headings"])  # it is tocPath + [title]: not repeated
     assert "preamble" not in outline
 
 
@@ -116,9 +122,9 @@ async def test_an_outline_of_a_huge_flat_level_is_cut_with_the_call_that_reads_o
     serve_note(http_mock, "flat.md", flat)
     text, is_error, outline = await call(runner, "note_outline", path="flat.md")
     assert not is_error
-    assert json.loads(text) == outline
     assert len(text) < 60_000  # 200 headings, not 150,000
-    assert [h["path"] for h in outline["headings"][:3]] == [["a"], ["a [2]"], ["a [3]"]]
+    assert [h.get("name", h["title"]) for h in outline["headings"][:3]] == ["a", "a [2]", "a [3]"]
+    assert all(part + "]" in text.splitlines() for part in outline["note"][:-1].split("] "))
     assert (len(outline["headings"]), outline["totalHeadings"], outline["next"]) == (200, 20_000, {"offset": 200})
     assert outline["outlinedLines"] == 20_000
     assert outline["note"] == (
@@ -128,7 +134,7 @@ async def test_an_outline_of_a_huge_flat_level_is_cut_with_the_call_that_reads_o
     )
 
     _, _, page = await call(runner, "note_outline", path="flat.md", offset=200)
-    assert [h["path"] for h in page["headings"][:2]] == [["a [201]"], ["a [202]"]]  # names count the whole level
+    assert [h["name"] for h in page["headings"][:2]] == ["a [201]", "a [202]"]  # names count the whole level
     assert (page["offset"], page["next"]) == (200, {"offset": 400})
     _, _, last = await call(runner, "note_outline", path="flat.md", offset=19_990)
     assert len(last["headings"]) == 10 and "next" not in last
@@ -143,19 +149,21 @@ async def test_a_long_level_under_a_toc_path_is_paged_with_that_toc_path(
     serve_note(http_mock, "log.md", "# Log\n" + "".join(f"## Day {n}\nok\n" for n in range(500)))
     _, _, outline = await call(runner, "note_outline", path="log.md", tocPath=["Log"])
     assert (len(outline["headings"]), outline["totalHeadings"]) == (200, 500)
-    assert 'note_outline(path="log.md", tocPath=["Log"], offset=200)' in outline["note"]
+    assert 'note_outline(path="log.md", tocPath="Log", offset=200)' in outline["note"]
     _, _, rest = await call(runner, "note_outline", path="log.md", tocPath=["Log"], offset=400)
     assert [h["title"] for h in rest["headings"]] == [f"Day {n}" for n in range(400, 500)]
     assert "next" not in rest and "note" not in rest
 
 
 async def test_long_titles_keep_an_outline_answer_small(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
-    # Every heading's path repeats its parents' names: with a 4,000-character parent that is paid per child.
+    # A heading's tocPath is not repeated per child (with a 4,000-character parent that was paid per child), but
+    # titles of 2,000 characters still fill an answer: its 60,000 characters are reached before 200 headings.
     note = "# " + "P" * 4_000 + "\n" + "".join(f"## {n} " + "c" * 2_000 + "\n" for n in range(300))
     serve_note(http_mock, "titles.md", note)
     text, _, outline = await call(runner, "note_outline", path="titles.md", tocPath=["P" * 4_000])
-    assert 1 <= len(outline["headings"]) < 10  # 8,000 characters each: the answer's 60,000 are reached first
+    assert 1 <= len(outline["headings"]) < 40
     assert len(text) < 70_000
+    assert text.count("P" * 4_000) == 2  # the level's tocPath, and the call that reads a heading
     assert outline["next"] == {"offset": len(outline["headings"])}
 
 
@@ -237,7 +245,8 @@ async def test_an_end_line_past_the_end_stops_at_the_end(runner: ToolRunner, htt
         ({"startLine": 0}, "Argument 'startLine' must be at least 1, not 0."),
         ({"section": ["Chapter 1"], "startLine": 2}, "Give either section or startLine/endLine, not both."),
         ({"section": []}, "Argument 'section' must name at least one heading"),
-        ({"section": "Chapter 1"}, "Argument 'section' must be an array of strings, got str."),
+        ({"section": 5}, "Argument 'section' must be a list of heading names or one string, got number."),
+        ({"section": [5]}, "Item 0 of 'section' must be a string, got number."),
         ({"maxChars": "10"}, "Argument 'maxChars' must be an integer, got str."),
     ],
 )
@@ -290,18 +299,23 @@ async def test_a_batch_keeps_each_notes_result_and_one_failure_fails_no_other(
         match=[matchers.query_param_matcher({"path": "pic.png"})],
         json={"files": [file_record("pic.png", "fp", fileType="BINARY", mimeType="image/png")]},
     )
+    listing = [file_record("a.md", "fa"), file_record("b.md", "fb"), file_record("Missing.md", "fm")]
+    http_mock.get(FILES, match=[matchers.query_param_matcher({"includeDeleted": "true"})], json={"files": listing})
     paths = ["a.md", "missing.md", "../escape.md", "pic.png", "./b.md"]
     text, is_error, result = await call(runner, "read_notes", paths=paths)
     assert not is_error
+    missing = "Note not found: missing.md — did you mean Missing.md? Paths are case-sensitive."
     assert result["notes"] == [
-        {"path": "a.md", "content": "alpha\n", "contentHash": digest("alpha\n")},
-        {"path": "missing.md", "error": "Note not found: missing.md"},
+        {"path": "a.md", "contentHash": digest("alpha\n"), "chars": 6},
+        {"path": "missing.md", "error": missing},
         {"path": "../escape.md", "error": "Parent traversal is not allowed: ../escape.md"},
         {"path": "pic.png", "error": "Not a text file: pic.png (image/png)."},
-        {"path": "b.md", "content": "beta\n", "contentHash": digest("beta\n")},
+        {"path": "b.md", "contentHash": digest("beta\n"), "chars": 5},
     ]
-    assert text.startswith("Read 2 of 5 notes; 3 failed.\n\n===== a.md =====\nalpha\n")
-    assert "===== missing.md — error =====\nNote not found: missing.md" in text
+    assert "content" not in text.split("=====")[0]  # the texts are in the text content only, not twice
+    alpha = digest("alpha\n")
+    assert text.startswith(f"Read 2 of 5 notes; 3 failed.\n\n===== a.md · contentHash {alpha} =====\nalpha\n")
+    assert f"===== missing.md: error =====\n{missing}" in text
 
 
 async def test_a_batch_where_every_note_failed_is_an_error(
@@ -381,7 +395,8 @@ async def test_without_new_arguments_list_notes_answers_as_before(
     http_mock.get(FILES, json={"files": vault_files(3)})
     text, is_error, result = await call(runner, "list_notes")
     notes = [{"path": f"notes/n{i:04d}.md", "type": "TEXT", "size": i} for i in range(3)]
-    assert (text, is_error, result) == (json.dumps(notes, indent=2), False, {"notes": notes})
+    assert (is_error, result) == (False, {"notes": notes})
+    assert text == "notes/n0000.md  0 B\nnotes/n0001.md  1 B\nnotes/n0002.md  2 B"  # one line per entry
 
 
 async def test_a_listing_over_the_limit_is_cut_and_continues_with_the_cursor(
@@ -390,13 +405,13 @@ async def test_a_listing_over_the_limit_is_cut_and_continues_with_the_cursor(
     http_mock.get(FILES, json={"files": vault_files(1203)})
     seen: list[str] = []
     text, _, result = await call(runner, "list_notes")
-    assert text.startswith("[Cut: 500 entries shown, 703 more. Continue with list_notes(cursor=")
+    assert text.splitlines()[-1].startswith("[Cut: 500 entries shown, 703 more. Continue with list_notes(cursor=")
     seen += [note["path"] for note in result["notes"]]
     while "nextCursor" in result:
         text, is_error, result = await call(runner, "list_notes", cursor=result["nextCursor"])
         assert not is_error
         seen += [note["path"] for note in result["notes"]]
-    assert text.startswith("[Last page: the listing is complete.]")
+    assert text.endswith("\n[Last page: the listing is complete.]")
     assert seen == [f"notes/n{i:04d}.md" for i in range(1203)]  # every note once, in order
 
 
@@ -409,7 +424,12 @@ async def test_depth_summarises_deeper_folders_as_counts(runner: ToolRunner, htt
         {"folder": "projects/", "notes": 1},
         {"path": "root.md", "type": "TEXT", "size": 5},
     ]
-    assert text.startswith("[Folders deeper than depth=1 are summarised as {folder, notes} counts.")
+    assert text.splitlines() == [
+        "people/  (3 notes)",
+        "projects/  (1 note)",
+        "root.md  5 B",
+        '[A folder below depth=1 shows how many notes it holds; list_notes(prefix="<folder>") lists it.]',
+    ]
 
 
 async def test_depth_counts_from_the_prefix_folder(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:

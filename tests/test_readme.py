@@ -102,15 +102,20 @@ def test_every_argument_a_call_in_the_readme_names_exists_on_its_tool() -> None:
 def test_every_argument_the_help_and_the_instructions_name_exists() -> None:
     import argparse
 
+    from support.fakes import make_config
+
     from teamvault_mcp.cli import _parser
-    from teamvault_mcp.server.protocol import INSTRUCTIONS
+    from teamvault_mcp.server.protocol import instructions_for
+    from teamvault_mcp.tools.context import ToolSet
     from teamvault_mcp.tools.table import TOOLS
 
     tools = tool_table()
     parser = _parser()
     [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
-    helps = [parser.format_help(), *(command.format_help() for command in commands.choices.values()), INSTRUCTIONS]
-    helps += [tool.description for tool in TOOLS] + [param.description for tool in TOOLS for param in tool.params]
+    every = ToolSet(frozenset(tools))
+    helps = [parser.format_help(), *(command.format_help() for command in commands.choices.values())]
+    helps.append(instructions_for(make_config(schema_dir="schemas/"), every))
+    helps += [tool.describe(every) for tool in TOOLS] + [param.description for tool in TOOLS for param in tool.params]
     text = "\n".join(helps)
     calls = call_forms(text, set(tools)) + shell_calls(text)
     assert len(calls) > 10, "the scanner finds the calls in the help and the instructions"

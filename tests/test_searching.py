@@ -64,9 +64,10 @@ async def test_a_hit_points_at_a_section_read_note_accepts(vault: Vault) -> None
     assert not is_error
     hit = result["hits"][0]
     assert (hit["path"], hit["line"], hit["breadcrumb"]) == ("handbook.md", 5, "Handbook > Budget")
-    assert "handbook.md:5 · Handbook > Budget · The travel budget is reviewed every quarter." in text
-    section, _, _ = await call_once(runner, "read_note", path=hit["path"], section=hit["tocPath"])
-    assert section == "## Budget\nThe travel budget is reviewed every quarter.\n"
+    assert 'handbook.md:5 section="Handbook > Budget" · The travel budget is reviewed every quarter.' in text
+    for shown in (hit["tocPath"], "Handbook > Budget"):  # the structured tocPath, and the text's form of it
+        section, _, _ = await call_once(runner, "read_note", path=hit["path"], section=shown)
+        assert section == "## Budget\nThe travel budget is reviewed every quarter.\n"
 
 
 async def test_the_old_text_is_never_found_after_an_update(vault: Vault) -> None:

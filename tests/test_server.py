@@ -157,7 +157,7 @@ async def test_list_notes_gives_path_type_and_numeric_size(
             {"path": "people/b.png", "type": "BINARY", "size": 5},
         ]
     }
-    assert '"size": 12' in text
+    assert text == "people/a.md  12 B\npeople/b.png  5 B, binary"
 
 
 async def test_read_note_returns_the_raw_text(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
@@ -181,8 +181,10 @@ async def test_a_path_in_another_spelling_names_the_same_note(
 
 async def test_read_note_of_a_missing_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     resolves(http_mock, "dir/nope.md")
+    http_mock.get(FILES, match=[matchers.query_param_matcher({"includeDeleted": "true"})], json={"files": []})
     text, is_error, _ = await call(runner, "read_note", path="dir\\nope.md")
     assert (text, is_error) == ("Note not found: dir/nope.md", True)
+    assert len(http_mock.calls) == 2  # the lookup, and one listing to say what is there instead (nothing)
 
 
 async def test_read_note_of_a_binary_file(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
@@ -258,7 +260,7 @@ async def test_move_note(runner: ToolRunner, http_mock: responses.RequestsMock) 
     )
     _, is_error, structured = await call(runner, "move_note", path="inbox/idea.md", newPath="projects\\idea.md")
     assert not is_error
-    assert structured == {"id": "f1", "path": "projects/idea.md"}
+    assert structured == {"path": "projects/idea.md", "previousPath": "inbox/idea.md", "contentHash": "0" * 64}
 
 
 async def test_move_note_refuses_a_bad_target_before_any_request(

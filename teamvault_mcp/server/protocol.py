@@ -22,36 +22,160 @@ from teamvault_mcp import __version__
 from teamvault_mcp.config import Config
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.server.stdio import serve_stdio
+from teamvault_mcp.tools.context import ToolSet
 from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.tools.table import TOOLS
+from teamvault_mcp.tools.team_note import TEAM_NOTE_LIMIT, TeamNote, load_team_note
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget
 
-INSTRUCTIONS = """\
-Tools for a Team Vault: a shared Obsidian vault that people edit at the same time.
-- Paths: notes are named by vault path ('people/kuzma-minin.md'), case-sensitive, '/' between folders.
-- Find: search_notes(query) for what notes say (each hit gives a tocPath to read just that section); \
-find_notes(query) for a note whose name you roughly know.
-- Read frugally: list_notes(prefix='people/', depth=1) to see a folder without its whole subtree; \
-note_outline(path) for a note's headings, note_outline(path, tocPath=[...]) to go one level down; \
-then read_note(path, section=[...]) or read_note(path, startLine=, endLine=) for just that part; \
-read_notes(paths=[...]) for several notes at once. Anything cut says so and gives the call that reads the rest.
-- Write carefully: others edit these notes too. Change part of a note with \
-edit_note(path, edits=[{oldText, newText}], expectedHash=<the contentHash your read returned>) rather than rewriting \
-it with write_note, and check the diff it returns. A conflict means someone changed the note: read it again. \
-list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.
-- Add to a section without reading the note: edit_section(path, section=<tocPath>, content) appends at the section's \
-end (mode=prepend or replace; create=true starts a missing log or daily note). To rename a term everywhere: \
-replace_in_notes(find, replace) previews, then apply with the call the preview gives (dryRun=false, expectedCount).
-- Properties (the YAML front matter at a note's top): read_frontmatter(path), and \
-update_frontmatter(path, set={...}, remove=[...]) to change fields; never rewrite the YAML by hand.
-- After an error that says a change may or may not have been applied, check with read_note or list_notes \
-before calling again: a blind retry could apply the change twice."""
+#: The server's instructions, clause by clause: (the tools a clause names, its text). A clause is sent only when
+#: every tool it names is registered (read-only mode, TEAM_VAULT_TOOLS), so the agent is never sent to a tool
+#: that is not there; a bullet whose clauses are all left out goes too.
+Clause = tuple[tuple[str, ...], str]
+
+PATHS: tuple[Clause, ...] = (
+    (
+        (),
+        "- Paths: a note is named by its vault path, 'people/ada.md': case-sensitive, '/' between folders; "
+        "'./a.md', 'dir\\a.md' and 'dir//a.md' are 'a.md' and 'dir/a.md'.",
+    ),
+    (("write_note",), "A new note's path without an extension gets '.md'."),
+    (("move_note",), "A newPath ending in '/' moves the note into that folder under its own name."),
+)
+FIND: tuple[Clause, ...] = (
+    (
+        ("search_notes", "read_note"),
+        "- Find: search_notes(query) for what notes say; each hit names its section, which "
+        "read_note(path, section=...) reads.",
+    ),
+    (("search_notes",), "- Find: search_notes(query) for what notes say."),
+    (("find_notes",), "find_notes(query) finds a note whose name you roughly know."),
+)
+READ: tuple[Clause, ...] = (
+    (("list_notes",), "- Read frugally: list_notes(prefix='people/', depth=1) shows a folder without its subtree."),
+    (("note_outline",), "note_outline(path) gives a note's headings, note_outline(path, tocPath=...) one level down."),
+    (
+        ("read_note",),
+        "read_note(path, section=...) or read_note(path, startLine=, endLine=) reads just that part, "
+        "a tocPath being a list of headings or one string 'Runbook > Failover'.",
+    ),
+    (("read_notes",), "read_notes(paths=[...]) reads several notes at once."),
+    ((), "Anything cut says so and gives the call that reads on. Reads give the note's contentHash."),
+)
+WRITE: tuple[Clause, ...] = (
+    (
+        ("edit_note",),
+        "- Write carefully: others edit these notes too. Change part of a note with edit_note(path, "
+        "edits=[{oldText, newText}], expectedHash=<the contentHash your read gave>) and check the diff it returns; "
+        "dryRun=true previews it.",
+    ),
+    (("edit_note", "write_note"), "Rewrite a whole note with write_note only when you mean to."),
+    (("write_note",), "- Write carefully: others edit these notes too; pass expectedHash=<the contentHash you read>."),
+    ((), "A conflict means someone changed the note: read it again."),
+    (
+        ("edit_section",),
+        "edit_section(path, section, content) adds to a section without reading the note: at its end "
+        "(mode=prepend or replace; create=true starts a missing log or daily note).",
+    ),
+    (
+        ("replace_in_notes",),
+        "replace_in_notes(find, replace) renames a term everywhere: it previews, then applies with the call the "
+        "preview gives.",
+    ),
+    (
+        ("list_note_versions", "diff_note_versions", "restore_note_version"),
+        "list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.",
+    ),
+)
+PROPERTIES: tuple[Clause, ...] = (
+    (("read_frontmatter",), "- Properties (the YAML front matter at a note's top): read_frontmatter(path)."),
+    (
+        ("update_frontmatter",),
+        "update_frontmatter(path, set={...}, remove=[...]) changes fields; never edit the YAML by hand.",
+    ),
+)
+AFTER: tuple[Clause, ...] = (
+    (
+        ("read_note",),
+        "- After an error that says a change may or may not have been applied, check with read_note before "
+        "calling again: a blind retry could apply the change twice.",
+    ),
+)
 
 
-def _tool_definition(tool: Tool) -> types.Tool:
+def instructions_for(config: Config, tools: ToolSet, team_note: TeamNote | None = None) -> str:
+    """The instructions sent in ``initialize``: how the registered tools fit together, and what this server's
+    configuration adds (the write folders, the team's own instructions note)."""
+    writes = bool(tools.names - READ_ONLY_TOOLS)
+    lines = ["Tools for a Team Vault: a shared Obsidian vault that people edit at the same time."]
+    bullets = [
+        PATHS,
+        _projects(config, tools),
+        FIND,
+        READ,
+        WRITE if writes else (),
+        PROPERTIES,
+        AFTER if writes else (),
+    ]
+    for bullet in bullets:
+        if said := _bullet(bullet, tools):
+            lines.append(said)
+    if tools.names & {"list_schemas", "reload_schemas"} or any(name.startswith("upsert_") for name in tools.names):
+        lines.append(
+            "- Structured notes: list_schemas shows the kinds of notes this vault defines (recipes, people, …); "
+            "create or update one with its upsert_<name> tool, which checks every field and puts the note where "
+            "the schema says."
+            if "list_schemas" in tools.names
+            else "- Structured notes: create or update one with its upsert_<name> tool, which checks every field."
+        )
+    if config.writes_fenced and writes:
+        only_some_projects = config.project_write_prefixes and not config.write_prefixes
+        elsewhere = "; no writes at all in other projects" if only_some_projects else ""
+        lines.append(
+            f"- Writes are limited to these folders: {config.write_scope_text()}{elsewhere}. "
+            "Reading is possible everywhere."
+        )
+    if team_note is not None and team_note.text is not None:
+        lines.append(f"- The team's own instructions, from {team_note.path}:\n{team_note.text}")
+    return "\n".join(lines)
+
+
+#: Tools that change nothing (the write tools' names are the rest).
+READ_ONLY_TOOLS = frozenset(tool.name for tool in TOOLS if not tool.writes)
+
+
+def _projects(config: Config, tools: ToolSet) -> tuple[Clause, ...]:
+    if tools.one_project:
+        return (((), f"- Every tool works in project {config.project_id}."),)
+    default = f"project {config.project_id}" if config.project_id else "TEAM_VAULT_PROJECT_ID's project"
+    return (
+        ((), f"- Projects: without projectId a tool works in {default}."),
+        (("list_projects",), "list_projects gives the ids of the others."),
+    )
+
+
+def _bullet(clauses: tuple[Clause, ...], tools: ToolSet) -> str:
+    """The clauses whose tools are registered, joined; a clause starting a bullet ("- ") is used only while no
+    earlier one has (the first is the full form, later ones the fallbacks); "" when none is left."""
+    said: list[str] = []
+    for needs, text in clauses:
+        if not tools.has(*needs):
+            continue
+        if text.startswith("- ") and any(part.startswith("- ") for part in said):
+            continue
+        said.append(text)
+    if said and not said[0].startswith("- "):  # the clause that opens the bullet was left out: open it here
+        said[0] = "- " + said[0][0].upper() + said[0][1:]
+    return " ".join(said)
+
+
+def _tool_definition(tool: Tool, tools: ToolSet) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.title,
-        description=tool.description,
-        input_schema=tool.input_schema(),
+        description=tool.describe(tools),
+        input_schema=tool.input_schema(tools),
         output_schema=tool.output_schema,
         annotations=types.ToolAnnotations(
             title=tool.title,
@@ -73,7 +197,10 @@ def build_server(runner: ToolRunner) -> Server[Any]:
         generation = runner.tools_generation
         if generation not in listings:
             listings.clear()
-            listings[generation] = types.ListToolsResult(tools=[_tool_definition(t) for t in runner.tools.values()])
+            registered = runner.tool_set()
+            listings[generation] = types.ListToolsResult(
+                tools=[_tool_definition(tool, registered) for tool in runner.tools.values()]
+            )
         return listings[generation]
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -89,28 +216,21 @@ def build_server(runner: ToolRunner) -> Server[Any]:
     return Server(
         "team-vault",
         version=__version__,
-        instructions=_instructions(runner.config),
+        instructions=instructions_for(runner.config, runner.tool_set(), _team_note(runner)),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
 
 
-def _instructions(config: Config) -> str:
-    text = INSTRUCTIONS
-    if config.schema_dir is not None:
-        text += (
-            "\n- Structured notes: list_schemas shows the kinds of notes this vault defines (recipes, people, …); "
-            "create or update one with its upsert_<name> tool, which checks every field and puts the note where "
-            "the schema says."
-        )
-    if config.writes_fenced and not config.read_only:
-        only_some_projects = config.project_write_prefixes and not config.write_prefixes
-        elsewhere = "; no writes at all in other projects" if only_some_projects else ""
-        text += (
-            f"\n- Writes are limited to these folders: {config.write_scope_text()}{elsewhere}. "
-            "Reading is possible everywhere."
-        )
-    return text
+def _team_note(runner: ToolRunner) -> TeamNote | None:
+    """TEAM_VAULT_INSTRUCTIONS_NOTE, read now within the schema notes' start-up limit (None: not configured)."""
+    config = runner.config
+    if config.instructions_note is None or config.project_id is None:
+        return None
+    budget = min(TEAM_NOTE_LIMIT, config.call_budget)
+    return load_team_note(
+        lambda: runner.client(Budget(budget, runner.clock), CancelToken()), config.project_id, config.instructions_note
+    )
 
 
 class ServeStop:

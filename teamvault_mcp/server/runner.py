@@ -40,7 +40,7 @@ from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
-from teamvault_mcp.tools.context import Progress, ToolContext, ToolOutput
+from teamvault_mcp.tools.context import Progress, ToolContext, ToolOutput, ToolSet
 from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import tools_for
@@ -103,9 +103,17 @@ class ToolRunner:
         cached_generation, tools = self._tools
         if cached_generation != generation:
             schemas = self.schemas.current.schemas if self.schemas is not None else None
-            tools = {tool.name: tool for tool in tools_for(self.config.read_only, schemas)}
+            chosen = tools_for(
+                self.config.read_only, schemas, named=self.config.tools_named, dropped=self.config.tools_dropped
+            )
+            tools = {tool.name: tool for tool in chosen}
             self._tools = (generation, tools)
         return tools
+
+    def tool_set(self) -> ToolSet:
+        """The tools registered now, and the settings their descriptions and results depend on."""
+        config = self.config
+        return ToolSet(frozenset(self.tools), config.max_read_chars, config.single_project)
 
     def http_pool(self) -> HttpPool:
         """The keep-alive connections to the server, shared by all calls of this runner."""
@@ -198,7 +206,9 @@ class ToolRunner:
         output = await self._in_worker(lambda: self._execute(tool, args, budget, token, progress), token)
         if isinstance(output, Failure):
             return _error_result(output.text)
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
+        content: list[types.ContentBlock] = [
+            types.TextContent(type="text", text=text) for text in (output.text, *output.more_text)
+        ]
         return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
     def _deliverable(self, name: str, result: types.CallToolResult) -> types.CallToolResult:
@@ -288,6 +298,7 @@ class ToolRunner:
             progress=progress,
             schemas=self.schemas,
             write_prefixes=self.config.write_prefixes_for(args.get("projectId") or self.config.project_id),
+            tools=self.tool_set(),
         )
         error: TeamVaultError | None = None
         try:

@@ -10,8 +10,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from teamvault_mcp.errors import SectionNotFoundError, ToolInputError
-from teamvault_mcp.text.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
+from teamvault_mcp.errors import SectionNotFoundError, ToolInputError, printable
+from teamvault_mcp.text.markdown import (
+    AmbiguousBreadcrumb,
+    Document,
+    Heading,
+    SectionNotFound,
+    find_breadcrumb,
+    find_section,
+    parse,
+    split_lines,
+)
 
 #: Longest excerpt a section or line read returns unless ``maxChars`` says otherwise.
 DEFAULT_EXCERPT_CHARS = 100_000
@@ -33,21 +42,27 @@ class Excerpt:
     max_chars: int
     section: tuple[str, ...] = ()
     partial_line: bool = False  # one line longer than max_chars: only its start is shown
+    #: What the limit is called in the notice: ``maxChars=1,000``, or the server's own limit of a plain read.
+    limit_name: str = ""
+    #: Said at the end of the notice: another way to read on (``note_outline`` for a whole note).
+    also: str = ""
 
     @property
     def truncated(self) -> bool:
         return self.partial_line or self.end_line < self.wanted_end
 
     def notice(self) -> str:
+        limit = self.limit_name or f"maxChars={self.max_chars:,}"
+        also = f" {self.also}" if self.also else ""
         if self.partial_line:
             return (
-                f"[Cut: line {self.start_line} alone is longer than maxChars={self.max_chars:,}; only its first "
-                f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.]"
+                f"[Cut: line {self.start_line} alone is longer than {limit}; only its first "
+                f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.{also}]"
             )
         return (
-            f"[Cut at maxChars={self.max_chars:,}: this is lines {self.start_line}–{self.end_line} of the "
+            f"[Cut at {limit}: this is lines {self.start_line}–{self.end_line} of the "
             f"{self.start_line}–{self.wanted_end} asked for. Read on with: read_note(path={json.dumps(self.path)}, "
-            f"startLine={self.end_line + 1}, endLine={self.wanted_end})]"
+            f"startLine={self.end_line + 1}, endLine={self.wanted_end}){also}]"
         )
 
     def text_with_notice(self) -> str:
@@ -72,16 +87,17 @@ class Excerpt:
         return result
 
 
-def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
-    """The part of ``text`` that ``section``, ``startLine``/``endLine`` and ``maxChars`` select."""
+def excerpt_of(path: str, text: str, args: Mapping[str, Any], *, default_chars: int = DEFAULT_EXCERPT_CHARS) -> Excerpt:
+    """The part of ``text`` that ``section``, ``startLine``/``endLine`` and ``maxChars`` select (at most
+    ``default_chars`` characters without ``maxChars``)."""
     section = args.get("section")
     has_lines = "startLine" in args or "endLine" in args
     if section is not None and has_lines:
         raise ToolInputError("Give either section or startLine/endLine, not both.")
-    max_chars = args.get("maxChars", DEFAULT_EXCERPT_CHARS)
+    max_chars = args.get("maxChars", default_chars)
     if section is not None:
         document = parse(text)
-        if not section:
+        if not section or (isinstance(section, str) and not section.strip()):
             raise ToolInputError("Argument 'section' must name at least one heading, e.g. [\"Chapter 1\"].")
         heading = section_of(path, document, section)
         return _cut(path, document.lines, heading.start_line, heading.end_line, max_chars, heading.path)
@@ -95,9 +111,18 @@ def excerpt_of(path: str, text: str, args: Mapping[str, Any]) -> Excerpt:
     return _cut(path, lines, first, min(last, len(lines)), max_chars, ())
 
 
-def section_of(path: str, document: Document, toc_path: list[str]) -> Heading:
+def section_of(path: str, document: Document, toc_path: list[str] | str) -> Heading:
+    """The heading at ``toc_path``: a list of names, or one breadcrumb string (``Runbook > Failover``)."""
     try:
+        if isinstance(toc_path, str):
+            return find_breadcrumb(document, toc_path)
         return find_section(document, toc_path)
+    except AmbiguousBreadcrumb as ambiguous:
+        forms = " and ".join(json.dumps(list(found), ensure_ascii=False) for found in ambiguous.paths[:5])
+        raise ToolInputError(
+            f"{json.dumps(printable(ambiguous.text), ensure_ascii=False)} names more than one section of "
+            f"{printable(path)}: {forms}. Pass the one you mean as a list of names."
+        ) from None
     except SectionNotFound as missing:
         top_level = _listed([heading.name for heading in document.headings])
         available = _listed(missing.available)

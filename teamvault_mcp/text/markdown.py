@@ -8,7 +8,10 @@ has them. Not headings: lines in the YAML front matter, in fenced code blocks
 
 A heading's *section* runs from its first line to the line before the next heading
 of the same or a higher level. Among siblings, repeated titles get a stable name to
-pass back: the first ``Notes`` is ``Notes``, the second ``Notes [2]``, and so on.
+pass back: the first ``Notes`` is ``Notes``, the second ``Notes [2]``, and so on. A
+section is named by its *tocPath*, the names from the top down, either as a list or as
+one breadcrumb string, ``Runbook > Failover`` (:func:`find_breadcrumb`; a title that
+itself holds `` > `` is found too, and a string that could mean two sections is refused).
 
 A note of more than :data:`MAX_HEADINGS` headings is outlined up to the last line before
 the first heading past that number (``Document.outlined_lines``): beyond it, its lines
@@ -17,7 +20,9 @@ are plain text to the outline. That bounds the time and memory a hostile note ca
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -147,6 +152,58 @@ def find_section(document: Document, toc_path: list[str]) -> Heading:
     if heading is None:
         raise SectionNotFound((), "", [h.name for h in document.headings])
     return heading
+
+
+#: Between the names of a breadcrumb string: ``Operations Runbook > Failover``.
+BREADCRUMB = " > "
+
+
+class AmbiguousBreadcrumb(LookupError):
+    """A breadcrumb string that names more than one section; ``paths`` are their tocPaths."""
+
+    def __init__(self, text: str, paths: list[tuple[str, ...]]) -> None:
+        super().__init__(text)
+        self.text = text
+        self.paths = paths
+
+
+def breadcrumb_of(toc_path: tuple[str, ...] | list[str]) -> str:
+    """The string form of a tocPath: its names joined by `` > ``."""
+    return BREADCRUMB.join(toc_path)
+
+
+def toc_argument(toc_path: tuple[str, ...] | list[str]) -> str:
+    """A tocPath written as a tool argument, in JSON: one breadcrumb string ``"Runbook > Failover"``, or the list
+    of names when one of them holds `` > `` itself (a string would then be ambiguous to read back)."""
+    if any(BREADCRUMB in name for name in toc_path):
+        return json.dumps(list(toc_path), ensure_ascii=False)
+    return json.dumps(breadcrumb_of(toc_path), ensure_ascii=False)
+
+
+def find_breadcrumb(document: Document, text: str) -> Heading:
+    """The heading a breadcrumb string names (``Runbook > Failover``), trying every split of the string at
+    `` > `` so that a title holding `` > `` is found too: first by exact names, then ignoring case and spacing.
+
+    :class:`AmbiguousBreadcrumb` when it names two sections; :class:`SectionNotFound` (as for the list
+    split at every `` > ``) when it names none.
+    """
+    for key in (str, _loose):
+        found: list[Heading] = []
+        _walk_breadcrumb(document.headings, key(text), key, found)
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise AmbiguousBreadcrumb(text, [heading.path for heading in found])
+    return find_section(document, text.split(BREADCRUMB))
+
+
+def _walk_breadcrumb(level: list[Heading], rest: str, key: Callable[[str], str], found: list[Heading]) -> None:
+    for heading in level:
+        name = key(heading.name)
+        if rest == name:
+            found.append(heading)
+        elif rest.startswith(name + BREADCRUMB):
+            _walk_breadcrumb(heading.children, rest[len(name) + len(BREADCRUMB) :], key, found)
 
 
 def _match(siblings: list[Heading], wanted: str) -> Heading | None:

@@ -1,8 +1,9 @@
 """Search inside notes: matching, ranking, snippets, breadcrumbs. No I/O.
 
 - ``text`` mode: every query word must be in the note (or its path); case and accents
-  are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). Lines holding more of
-  the words, whole words, headings and notes whose path names the words rank higher.
+  are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). A line holding every
+  word ranks above every line holding only some (:func:`rank`); then lines holding more
+  of the words, whole words, headings and notes whose path names the words rank higher.
 - ``phrase`` mode: the words in this order, within one line.
 - ``regex`` mode: a regular expression from the safe subset (``regex_subset.py``),
   matched line by line (the first 1,000 characters of each) on the ``regex`` package,
@@ -11,16 +12,20 @@
   (see :class:`Matcher`).
 
 The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
-so a search repeated over an unchanged vault does no Unicode work at all. Finding notes by
-name is ``fuzzy.py``; folding text (case and accents) is ``folding.py``.
+so a search repeated over an unchanged vault does no Unicode work at all. A search that
+finds nothing can ask for the vault's own words closest to a query word
+(:func:`close_words`). Finding notes by name is ``fuzzy.py``; folding text (case and
+accents) is ``folding.py``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from teamvault_mcp.text.folding import fold
@@ -55,6 +60,7 @@ class Indexed:
     _lines: list[str] | None = None
     _folded_lines: list[str] | None = None
     _outline: Document | None = None
+    _words: frozenset[str] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -74,6 +80,13 @@ class Indexed:
         if self._outline is None:
             self._outline = parse(self.raw)
         return self._outline
+
+    @property
+    def words(self) -> frozenset[str]:
+        """The note's distinct folded words (its vocabulary), for close words to a query word."""
+        if self._words is None:
+            self._words = frozenset(_WORD.findall(self.folded))
+        return self._words
 
 
 class SearchIndex:
@@ -135,12 +148,13 @@ class TimeUp(Exception):
 
 @dataclass(frozen=True)
 class LineMatch:
-    """A matching line (0-based), its score and, for a regex, where the match starts. Hits are made of the
-    lines shown only."""
+    """A matching line (0-based), its score, whether it holds every query word (or the phrase, or a regex
+    match) and, for a regex, where the match starts. Hits are made of the lines shown only."""
 
     index: int
     score: float
     start: int = -1  # known for a regex match; a word's place is looked up when the hit is made
+    complete: bool = True
 
 
 class Matcher:
@@ -206,11 +220,34 @@ class Matcher:
             if present:
                 whole = sum(1 for word in present if _whole_word(folded, word))
                 score = 10.0 * len(present) / len(self.words) + whole + _heading_bonus(entry.lines[index])
-                found.append(LineMatch(index, score + path_bonus + _early(index)))
+                complete = len(present) == len(self.words)
+                found.append(LineMatch(index, score + path_bonus + _early(index), complete=complete))
         if not found:  # the words are in the path only: point at the top of the note
             first = next((i for i, line in enumerate(entry.lines) if line.strip()), 0)
-            found.append(LineMatch(first, path_bonus))
+            found.append(LineMatch(first, path_bonus, complete=False))
         return found
+
+    def has_complete_line(self, entry: Indexed) -> bool:
+        """Whether a line of the note holds every query word (always, for a phrase, a regex or one word).
+
+        Cheap, as :func:`rank` asks it of every matching note: only the lines holding the rarest
+        word of the query are looked at, each found with ``str.find``.
+        """
+        if len(self.words) < 2:
+            return True
+        text = entry.folded
+        rare = min(self.words, key=text.count)
+        others = [word for word in self.words if word != rare]
+        at = text.find(rare)
+        while at >= 0:
+            start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+            ends = [end for end in (text.find("\n", at), text.find("\r", at)) if end >= 0]
+            end = min(ends) if ends else len(text)
+            line = text[start:end]
+            if all(word in line for word in others):
+                return True
+            at = text.find(rare, end)
+        return False
 
     def _regex_lines(self, path: str, entry: Indexed, deadline: float | None) -> list[LineMatch]:
         assert self.regex is not None
@@ -281,17 +318,78 @@ class BM25:
 
 
 def rank(candidates: list[Candidate], matcher: Matcher, limit: int) -> tuple[list[Hit], int]:
-    """The hits to show — notes best first, at most 3 lines from each — and how many notes they come from."""
-    shown: list[Hit] = []
-    notes = 0
-    for candidate in sorted(candidates, key=lambda c: (-c.score, c.path)):
-        matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, candidate.entry)
-        best = sorted(matches, key=lambda match: (-match.score, match.index))[:HITS_PER_NOTE]
-        shown.extend(matcher.hit(candidate.path, candidate.entry, match) for match in best)
-        notes += 1
-        if len(shown) >= limit:
+    """The hits to show and how many notes they come from.
+
+    A line holding every query word ranks above every line holding only some, whatever its note's
+    score: first the notes that have such a line, best first, then the others; of each note its 3
+    best lines (those holding every word first); and then all the lines holding every word go before
+    the rest, each group in that order.
+    """
+    full: list[Hit] = []
+    partial: list[Hit] = []
+    has_full = {candidate.path: matcher.has_complete_line(candidate.entry) for candidate in candidates}
+    for candidate in sorted(candidates, key=lambda c: (not has_full[c.path], -c.score, c.path)):
+        if len(full) >= limit or (len(full) + len(partial) >= limit and not has_full[candidate.path]):
             break
-    return shown[:limit], notes
+        matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, candidate.entry)
+        best = sorted(matches, key=lambda match: (not match.complete, -match.score, match.index))[:HITS_PER_NOTE]
+        for match in best:
+            (full if match.complete else partial).append(matcher.hit(candidate.path, candidate.entry, match))
+    shown = (full + partial)[:limit]
+    return shown, len({hit.path for hit in shown})
+
+
+_WORD = re.compile(r"\w+")
+
+#: Close words are looked for among words of this many letters or more (shorter ones have too many neighbours).
+CLOSE_WORD_MIN = 4
+
+
+def vocabulary(entries: Iterable[Indexed], deadline: float | None = None) -> Counter[str]:
+    """How many of ``entries`` hold each word; stops counting at ``deadline`` (monotonic)."""
+    counts: Counter[str] = Counter()
+    for entry in entries:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        counts.update(entry.words)
+    return counts
+
+
+def close_words(word: str, counts: Counter[str], limit: int = 3) -> list[tuple[str, int]]:
+    """The vault's words closest to ``word`` (a folded query word that no note holds), with how many notes
+    hold each: at most 1 edit away for words of up to 7 letters, 2 for longer ones; nearest first, then the
+    most used."""
+    if len(word) < CLOSE_WORD_MIN:
+        return []
+    most = 1 if len(word) <= 7 else 2
+    found = []
+    for other, notes in counts.items():
+        if abs(len(other) - len(word)) > most or other == word:
+            continue
+        if other[0] != word[0] and other[1:2] != word[1:2]:
+            continue  # a typo seldom changes both of the first two letters: most of the vocabulary goes here
+        distance = _edits(word, other, most)
+        if distance <= most:
+            found.append((distance, -notes, other))
+    return [(other, -notes) for _, notes, other in sorted(found)[:limit]]
+
+
+def _edits(one: str, other: str, most: int) -> int:
+    """The edit distance (insert, delete, substitute, swap two neighbours) of two words, or ``most + 1`` once
+    it is clearly more than ``most``."""
+    previous2: list[int] | None = None
+    previous = list(range(len(other) + 1))
+    for i, char in enumerate(one, start=1):
+        current = [i] + [0] * len(other)
+        for j, other_char in enumerate(other, start=1):
+            cost = 0 if char == other_char else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if previous2 is not None and i > 1 and j > 1 and char == other[j - 2] and one[i - 2] == other_char:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > most:
+            return most + 1
+        previous2, previous = previous, current
+    return previous[-1]
 
 
 def snippet(line: str, start: int, width: int = SNIPPET_CHARS) -> str:

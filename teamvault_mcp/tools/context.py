@@ -15,9 +15,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import CallCancelledError, EditFailedError, NoProjectError, NoteNotFoundError, NotTextError
+from teamvault_mcp.errors import (
+    CallCancelledError,
+    EditFailedError,
+    NoProjectError,
+    NoteNotFoundError,
+    NotTextError,
+    ToolInputError,
+    printable,
+)
 from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.tools.missing import Listings, Revival, not_found
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
     from teamvault_mcp.text.search import SearchIndex
@@ -33,11 +42,29 @@ Progress = Callable[[float, float | None, str], None]
 
 @dataclass(frozen=True)
 class ToolOutput:
-    """A tool's result: the text the model reads, the same data as structured content, and whether it failed."""
+    """A tool's result: the text the model reads, the same data as structured content, and whether it failed.
+
+    ``more_text`` are further text blocks after ``text`` (read_note keeps its first block exactly the note's
+    text, and gives its contentHash in a second one)."""
 
     text: str
     structured: dict[str, Any] | None = None
     is_error: bool = False
+    more_text: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolSet:
+    """The tools registered, and the settings their texts depend on: the limit of a plain read
+    (TEAM_VAULT_MAX_READ_CHARS, 0: none) and whether only one project can be meant (then ``projectId``
+    is not offered)."""
+
+    names: frozenset[str]
+    max_read_chars: int = 50_000
+    one_project: bool = False
+
+    def has(self, *tools: str) -> bool:
+        return set(tools) <= self.names
 
 
 @dataclass
@@ -60,11 +87,20 @@ class ToolContext:
     #: The folders writes may touch in the call's project (TEAM_VAULT_WRITE_PREFIXES), None: anywhere. The runner
     #: checks the paths a write's arguments name; a write that finds its notes itself checks each one.
     write_prefixes: tuple[str, ...] | None = None
+    #: The tools registered with this one, and the settings their texts depend on.
+    tools: ToolSet = field(default_factory=lambda: ToolSet(frozenset()))
+    #: The listings made to explain a missing note (one per project and call, shared by a batch's threads).
+    listings: Listings = field(default_factory=Listings)
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id
         if not project_id:
             raise NoProjectError()
+        if self.tools.one_project and project_id != self.default_project_id:
+            raise ToolInputError(
+                f"This server works in one project only, {self.default_project_id}; leave out projectId "
+                f"(it was {printable(str(project_id))[:80]!r}). Nothing was sent."
+            )
         return str(project_id)
 
     def existing(self, project_id: str, path: str) -> tuple[str, VaultFile]:
@@ -72,8 +108,13 @@ class ToolContext:
         stored = stored_path_of(path)
         file = self.client.find_file(project_id, stored)
         if file is None:
-            raise NoteNotFoundError(stored)
+            raise self.not_found(project_id, stored)
         return stored, file
+
+    def not_found(self, project_id: str, stored: str) -> NoteNotFoundError:
+        """``Note not found`` for ``stored``, saying what is there instead (``missing.py``)."""
+        revival = Revival(self.tools.has("write_note"), self.tools.has("restore_note_version"))
+        return not_found(self.client, project_id, stored, self.listings, revival)
 
     def note(self, project_id: str, path: str) -> Note:
         """The text note at ``path`` (not an image): its bytes from the content cache when it holds the

@@ -6,15 +6,16 @@ rest keeps its exact text); a change is written like any edit (``no_lost_updates
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.text import frontmatter
-from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output
+from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import rewrite, rewritten_schema
-from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, object_schema
+from teamvault_mcp.tools.spec import DRY_RUN, EXPECTED_HASH, NOTE_PATH, STRING, See, Tool, object_schema
 from teamvault_mcp.tools.writes import expect
 
 
@@ -28,11 +29,13 @@ def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "hasFrontmatter": parts.present,
         "contentHash": note.content_hash,
     }
+    said = json.dumps(fields, ensure_ascii=False) if parts.present else f"{{}} ({note.path} has no front matter)"
     if parts.unclosed:
         result["note"] = (
             "The note starts with a --- line that no later --- line closes: to Obsidian that is not front matter."
         )
-    return json_output(result)
+        said += f" {result['note']}"
+    return ToolOutput(said, result, more_text=(f"[contentHash: {note.content_hash}]",))
 
 
 def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -67,6 +70,7 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         change=lambda text: frontmatter.update(text, changes, remove, note.path, check=check),
         expected=expected,
         extra=extra,
+        apply=("update_frontmatter", {**args, "path": note.path}),
     )
 
 
@@ -77,10 +81,10 @@ TOOLS: tuple[Tool, ...] = (
         name="read_frontmatter",
         title="Read front matter",
         description=(
-            "Return a note's YAML front matter (the properties between the --- lines at its top) as a JSON "
-            "object, with the note's contentHash: {} when it has none. Dates come as 'YYYY-MM-DD' text. Invalid "
-            "YAML is an error naming the line. Change fields with update_frontmatter, not by editing the YAML."
+            "A note's front matter (its YAML properties) as JSON, {} if none, then its contentHash. Dates come "
+            "as 'YYYY-MM-DD'."
         ),
+        see=(See(("update_frontmatter",), "Change fields with update_frontmatter, not by editing the YAML."),),
         params=(NOTE_PATH,),
         handler=read_frontmatter,
         output_schema=object_schema(
@@ -98,24 +102,20 @@ TOOLS: tuple[Tool, ...] = (
         name="update_frontmatter",
         title="Update front matter",
         description=(
-            "Change a note's front matter by field, without touching its YAML by hand: set writes each given "
-            "field whole (a nested object or list replaces the old value; it does not merge into it), remove "
-            "drops fields. Other fields keep their exact text, order and comments, and the body stays byte for "
-            "byte; a note without front matter gets a block. Dates go in as 'YYYY-MM-DD'. Returns the diff, the "
-            "new front matter and contentHash; dryRun writes nothing. Pass the contentHash you read as "
-            "expectedHash to be safe from concurrent edits."
+            "Change a note's front matter by field: set writes each field whole (a list or object replaces the "
+            "old value), remove drops fields; all else keeps its exact text. Returns the diff, the fields and the "
+            "new contentHash; dryRun previews."
         ),
         params=(
             NOTE_PATH,
             Param(
                 "set",
-                'Fields to write, e.g. {"status": "done", "tags": ["project", "q3"], "due": "2026-12-01"}; '
-                "null writes an empty field.",
+                'Fields to write, e.g. {"status": "done"}; null empties one.',
                 kind="fields",
                 required=False,
             ),
-            Param("remove", "Names of top-level fields to drop, e.g. ['draft'].", kind="keys", required=False),
-            Param("dryRun", "true: show the diff, write nothing.", kind="flag", required=False),
+            Param("remove", "Top-level field names to drop.", kind="keys", required=False),
+            DRY_RUN,
             EXPECTED_HASH,
         ),
         handler=update_frontmatter,

@@ -8,12 +8,13 @@ nothing is ever lost.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.errors import NotTextError, TeamVaultError
+from teamvault_mcp.errors import NotTextError, TeamVaultError, printable
 from teamvault_mcp.text.diff import unified_diff
-from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import Mode, add_story, write_content
 from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, list_schema, object_schema
@@ -21,9 +22,32 @@ from teamvault_mcp.tools.writes import expect
 
 
 def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    """One line per version, newest first: ``v2 · 2026-12-01 07:17 · Ada · 481ccb07``."""
     project_id = ctx.project(args)
-    _, file = ctx.existing(project_id, args["path"])
-    return json_output(_versions(ctx, project_id, file.id), key="versions")
+    path, file = ctx.existing(project_id, args["path"])
+    versions = _versions(ctx, project_id, file.id)
+    head = f"{path}: {len(versions)} version{'s' if len(versions) != 1 else ''}, newest first"
+    if not versions:
+        return ToolOutput(f"{head}: the server keeps no version history of it.", {"versions": versions})
+    lines = [f"{head} (number · time UTC · author · contentHash start):", *map(version_line, versions)]
+    return ToolOutput("\n".join(lines), {"versions": versions})
+
+
+def version_line(version: dict[str, Any]) -> str:
+    """``v2 · 2026-12-01 07:17 · Ada · 481ccb07``, and `` · "message"`` when it has one."""
+    number = version.get("versionNumber")
+    parts = [f"v{number}" if number is not None else f"id {version.get('id')}", _minute(version.get("createdAt"))]
+    author = version.get("author") or {}
+    parts.append(author.get("name") or author.get("email") or version.get("authorId") or "unknown author")
+    parts.append((version.get("contentHash") or "no hash")[:8])
+    if version.get("message"):
+        parts.append(json.dumps(version["message"], ensure_ascii=False))
+    return " · ".join(printable(str(part)) for part in parts)
+
+
+def _minute(iso: Any) -> str:
+    text = iso if isinstance(iso, str) else ""
+    return f"{text[:10]} {text[11:16]}" if len(text) >= 16 and text[10] == "T" else (text or "time unknown")
 
 
 def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -31,7 +55,8 @@ def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     path, file = ctx.existing(project_id, args["path"])
     version = _version(_versions(ctx, project_id, file.id), args["version"], path)
     text = _version_text(ctx, project_id, file, version, path)
-    return ToolOutput(text, {"path": path, "version": _summary(version)})
+    about = f"[{path} version {version.get('versionNumber')}, contentHash {version.get('contentHash')}]"
+    return ToolOutput(text, {"path": path, "version": _summary(version)}, more_text=(about,))
 
 
 def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -77,7 +102,8 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         ctx.facts["noop"] = True
         result["action"] = "unchanged"
         return ToolOutput(
-            f"{note.path} already has the content of version {version.get('versionNumber')}: nothing was written.",
+            f"{note.path} already has the content of version {version.get('versionNumber')} (contentHash "
+            f"{note.content_hash}): nothing was written.",
             result,
         )
     expected = args.get("expectedHash")
@@ -124,16 +150,15 @@ def _summary(version: dict[str, Any]) -> dict[str, Any]:
 
 # -- the tools ----------------------------------------------------------------------------------------
 
-VERSION_HELP = "A version number (1 is the first) or a version id, from list_note_versions."
+VERSION_HELP = "A version number (1 is the first) or id."
 
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="list_note_versions",
         title="List note versions",
         description=(
-            "List the saved version history of a note, newest first: id, versionNumber, contentHash, message, "
-            "createdAt and the author where the server reports them. The server records a version on every "
-            "change of content made through the API or the Obsidian plugin."
+            "A note's saved versions, newest first, one line each: number, time, author and the start of its "
+            "contentHash. The server saves one for every change of content."
         ),
         params=(NOTE_PATH,),
         handler=list_note_versions,
@@ -142,30 +167,18 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="read_note_version",
         title="Read note version",
-        description=(
-            "Return the text of one saved version of a note, exactly as it was (the version's contentHash is "
-            "that of these bytes). Name the version by number or id, as list_note_versions gives them."
-        ),
+        description="The text of one saved version of a note, exactly as it was.",
         params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version")),
         handler=read_note_version,
     ),
     Tool(
         name="diff_note_versions",
         title="Diff note versions",
-        description=(
-            "Show what changed in a note between two saved versions, as a unified diff; without 'to', between "
-            "the version 'from' and the note's current content. Use it to review what an agent or a colleague "
-            "changed before restoring anything."
-        ),
+        description="What changed in a note from one saved version to another, or to its current text: a unified diff.",
         params=(
             NOTE_PATH,
             Param("from", f"The older version. {VERSION_HELP}", kind="version"),
-            Param(
-                "to",
-                f"The newer version (default: the current content). {VERSION_HELP}",
-                kind="version",
-                required=False,
-            ),
+            Param("to", "The newer one (default: the current text).", kind="version", required=False),
         ),
         handler=diff_note_versions,
         output_schema=object_schema(
@@ -183,9 +196,8 @@ TOOLS: tuple[Tool, ...] = (
         name="restore_note_version",
         title="Restore note version",
         description=(
-            "Bring back the content a note had in one saved version, by writing it as a new version: nothing "
-            "is lost, and the content it replaces stays in the history. Returns the diff from the current "
-            "content to the restored one and the new contentHash."
+            "Bring back a saved version's text as a new version; the text it replaces stays in the history. "
+            "Returns the diff and the new contentHash."
         ),
         params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version"), EXPECTED_HASH),
         handler=restore_note_version,

@@ -1,7 +1,10 @@
 """The kinds of tool arguments: one table, :data:`KINDS`, gives each kind its JSON schema, its check, how a
 command line's ``key=value`` reads as one (``teamvault-mcp call``) and the example ``call --help`` shows.
 
-A :class:`Param` names its kind; nothing else codes the vocabulary. The fields of a schema note have types of
+A :class:`Param` names its kind; nothing else codes the vocabulary. Every agent turn carries the schemas, so a
+schema says what a model needs to write a valid call — the types, the choices, the upper limits — and leaves the
+rest to the check, whose error says it (a string must not be empty, a count is at least 1, a hash has 64 hex
+digits, content is at most 5 MiB). The fields of a schema note have types of
 their own (``text/schemas.py`` checks them); :data:`FIELD_READERS` says how a command line reads them.
 """
 
@@ -126,7 +129,9 @@ def _check_choice(param: Param, value: Any) -> str:
 
 
 def _count_schema(param: Param) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer", "minimum": param.minimum}
+    schema: dict[str, Any] = {"type": "integer"}
+    if param.minimum != 1:  # at least 1 goes without saying for a count
+        schema["minimum"] = param.minimum
     if param.maximum is not None:
         schema["maximum"] = param.maximum
     return schema
@@ -165,12 +170,8 @@ def _check_section(param: Param, value: Any) -> list[str] | str:
             f"{_argument(param)} must be a tocPath (an array of heading names, [] for the whole note) or a "
             f"breadcrumb string ('A > B'), got {json_type(value)}."
         )
-    checked: list[str] = KINDS["toc"].check(param, value)
+    checked: list[str] = _HEADINGS.check(param, value)
     return checked
-
-
-def read_section(name: str, text: str) -> Any:
-    return read_json_array(name, text) if text.lstrip().startswith("[") else text
 
 
 def _check_keys(param: Param, value: Any) -> list[str]:
@@ -183,7 +184,7 @@ def _check_keys(param: Param, value: Any) -> list[str]:
 def _edits_schema(param: Param) -> dict[str, Any]:
     properties = {name: {"type": kind} for name, kind in EDIT_FIELDS.items()}
     item = {"type": "object", "properties": properties, "required": ["oldText", "newText"]}
-    return {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_EDITS}
+    return {"type": "array", "items": item, "maxItems": MAX_EDITS}
 
 
 def _check_edits(param: Param, value: Any) -> list[dict[str, Any]]:
@@ -289,19 +290,11 @@ class ArgumentKind:
     example: str | None = None
 
 
-def _string_kind(
-    rule: Strings, *, min_length: bool = False, max_length: int | None = None, example: str | None = None
-) -> ArgumentKind:
-    def schema(param: Param) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "string"}
-        if min_length:
-            schema["minLength"] = 1
-        if max_length is not None:
-            schema["maxLength"] = max_length
-        return schema
-
+def _string_kind(rule: Strings, *, example: str | None = None) -> ArgumentKind:
     return ArgumentKind(
-        schema, lambda param, value: check_string(param, value, _argument(param), rule), example=example
+        lambda param: {"type": "string"},
+        lambda param, value: check_string(param, value, _argument(param), rule),
+        example=example,
     )
 
 
@@ -313,7 +306,7 @@ def _list_kind(
     def schema(param: Param) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
         if at_most is not None:
-            schema.update(minItems=1, maxItems=at_most)
+            schema["maxItems"] = at_most
         return schema
 
     def check(param: Param, value: Any) -> list[str]:
@@ -329,35 +322,57 @@ def _list_kind(
 
 
 _KEY_LIST = _list_kind(NAME, at_most=MAX_KEYS, counted="names")
+_HEADINGS = _list_kind(NAME)
+
+
+def _toc_schema(param: Param) -> dict[str, Any]:
+    return {"anyOf": [_HEADINGS.schema(param), {"type": "string"}]}
+
+
+def _check_toc(param: Param, value: Any) -> list[str] | str:
+    """A tocPath: heading names as a list, or one breadcrumb string ``Runbook > Failover``, as search hits show it."""
+    if isinstance(value, str):
+        return check_string(param, value, _argument(param), NAME)
+    if not isinstance(value, list):
+        raise ToolInputError(
+            f"Argument '{param.name}' must be a list of heading names or one string, got {json_type(value)}. "
+            f"{param.description}"
+        )
+    checked: list[str] = _HEADINGS.check(param, value)
+    return checked
+
+
+def read_toc(name: str, text: str) -> Any:
+    """A command line's tocPath: a JSON list (``'["Tasks"]'``), else the breadcrumb string as typed."""
+    if text.lstrip().startswith("["):
+        return read_json_array(name, text)
+    return text
+
 
 #: Every kind of argument a tool can take: strings (``path`` and ``id`` non-empty, ``content`` up to 5 MiB,
-#: ``hash`` 64 hex digits, ``choice`` one of ``choices``), arrays (``toc`` heading names, ``section`` the same or a
-#: breadcrumb string, ``paths`` 1–20 paths,
+#: ``hash`` 64 hex digits, ``choice`` one of ``choices``), ``toc`` (heading names, or one string joining them
+#: with " > "; ``section`` the same, for edit_section's own wording), arrays (``paths`` 1–20 paths,
 #: ``edits`` 1–100 ``{oldText, newText, replaceAll?}``, ``keys`` 1–100 names), ``count`` (an integer from
 #: ``minimum`` to ``maximum``), ``version`` (a number or an id), ``flag`` (a boolean), ``fields`` (an object of
 #: at most 100 names and any JSON values).
 KINDS: dict[Kind, ArgumentKind] = {
-    "path": _string_kind(NONEMPTY, min_length=True, example="inbox/todo.md"),
-    "id": _string_kind(Strings(nonempty=True, max_chars=MAX_ID_CHARS), min_length=True),
-    "cursor": _string_kind(NONEMPTY, min_length=True),
-    "query": _string_kind(NONEMPTY, min_length=True, example="'travel budget'"),
+    "path": _string_kind(NONEMPTY, example="inbox/todo.md"),
+    "id": _string_kind(Strings(nonempty=True, max_chars=MAX_ID_CHARS)),
+    "cursor": _string_kind(NONEMPTY),
+    "query": _string_kind(NONEMPTY, example="'travel budget'"),
     "prefix": _string_kind(NAME),
-    "content": _string_kind(CONTENT, max_length=MAX_CONTENT_BYTES),
-    "hash": ArgumentKind(lambda param: {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}, _check_hash),
+    "content": _string_kind(CONTENT),
+    "hash": ArgumentKind(lambda param: {"type": "string"}, _check_hash),
     "choice": ArgumentKind(lambda param: {"type": "string", "enum": list(param.choices)}, _check_choice),
     "count": ArgumentKind(_count_schema, _check_count, read_integer, "5"),
     "flag": ArgumentKind(lambda param: {"type": "boolean"}, _check_flag, read_flag, "true"),
     "version": ArgumentKind(
-        lambda param: {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]},
+        lambda param: {"anyOf": [{"type": "integer"}, {"type": "string"}]},
         _check_version,
         read_integer,
     ),
-    "toc": _list_kind(NAME, example="'[\"Tasks\"]'"),
-    "section": ArgumentKind(
-        lambda param: {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
-        _check_section,
-        read_section,
-    ),
+    "toc": ArgumentKind(_toc_schema, _check_toc, read_toc, "'[\"Tasks\"]'"),
+    "section": ArgumentKind(_toc_schema, _check_section, read_toc, "'[\"Tasks\"]'"),
     "paths": _list_kind(NONEMPTY, at_most=MAX_BATCH, counted="paths"),
     "keys": ArgumentKind(_KEY_LIST.schema, _check_keys, read_json_array),
     "edits": ArgumentKind(

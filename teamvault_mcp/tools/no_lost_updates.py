@@ -26,7 +26,8 @@ About 400 lines: one algorithm (the write loop and the rebase, merge and put-bac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,7 +41,7 @@ from teamvault_mcp.errors import (
 )
 from teamvault_mcp.text.diff import shortened, unified_diff
 from teamvault_mcp.text.merge import merge3, only_adds, swap_additions
-from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.spec import STRING, object_schema
 from teamvault_mcp.tools.versions import check_history, describe, to_keep, version_with
 from teamvault_mcp.tools.writes import VERIFIED, expect, settle_content
@@ -340,13 +341,15 @@ def rewrite(
     change: Callable[[str], str] | None = None,
     expected: str | None = None,
     extra: dict[str, Any] | None = None,
+    apply: tuple[str, Mapping[str, Any]] | None = None,
 ) -> ToolOutput:
     """Replace ``note``'s text by ``changed`` (unless it is the same, or a dry run): the result with its diff.
 
     ``edits`` names what changes it in messages ("the edits"), ``done`` what was done ("Edited");
     ``change`` makes the same change on another text (to rebase onto a colleague's write);
     ``expected`` is the agent's expectedHash (then a colleague's write is a conflict);
-    ``extra`` adds fields to the result.
+    ``extra`` adds fields to the result; ``apply`` is the tool and arguments of a dry run, to say the
+    exact call that applies it.
     """
     original = note.data.decode("utf-8")
     data = changed.encode("utf-8")
@@ -363,10 +366,19 @@ def rewrite(
     ctx.facts.update(hashBefore=note.content_hash, hashAfter=result["contentHash"])
     if changed == original:
         ctx.facts["noop"] = True
-        return ToolOutput(f"No change: {edits} leave {note.path} as it is. Nothing was written.", result)
+        return ToolOutput(
+            f"No change: {edits} leave {note.path} as it is (contentHash {note.content_hash}). Nothing was written.",
+            result,
+        )
     if dry_run:
         ctx.facts["noop"] = True
-        headline = f"Dry run: nothing was written. Applied, {edits} would give contentHash {result['contentHash']}."
+        headline = (
+            f"Dry run: nothing was written. {note.path} has previousHash {note.content_hash}; applied, {edits} "
+            f"would give contentHash {result['contentHash']}."
+        )
+        if apply is not None:
+            tool, args = apply
+            headline += f" Apply with: {applying_call(tool, args, note.content_hash)}"
         return ToolOutput(f"{headline}\n{diff}", result)
     mode: Mode = "strict" if expected is not None else "rebase" if change is not None else "replace"
     written = write_content(
@@ -384,6 +396,19 @@ def rewrite(
     return ToolOutput(f"{headline}{story}\n{diff}", result)
 
 
+#: A dry run's call is written out in full up to this many characters of arguments; a longer one is described.
+APPLY_CALL_CHARS = 1_000
+
+
+def applying_call(tool: str, args: Mapping[str, Any], previous_hash: str) -> str:
+    """The call that applies a dry run: its arguments without ``dryRun``, with ``expectedHash``, in JSON."""
+    kept = {name: value for name, value in args.items() if name not in ("dryRun", "expectedHash")}
+    shown = ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in kept.items())
+    if len(shown) > APPLY_CALL_CHARS:
+        return f'the same {tool} call without dryRun, with expectedHash="{previous_hash}".'
+    return f'{tool}({shown}, expectedHash="{previous_hash}")'
+
+
 def add_story(ctx: ToolContext, result: dict[str, Any], written: Written) -> None:
     """The structured fields and audit facts of what :func:`write_content` found on the way."""
     if written.verified:
@@ -398,10 +423,11 @@ def add_story(ctx: ToolContext, result: dict[str, Any], written: Written) -> Non
         result["unchecked"] = written.unchecked
 
 
-def written_result(ctx: ToolContext, result: dict[str, Any], written: Written) -> ToolOutput:
-    """A JSON result for a write, with what :func:`write_content` found on the way."""
+def written_result(ctx: ToolContext, result: dict[str, Any], written: Written, said: str) -> ToolOutput:
+    """A write's result: ``said`` and what :func:`write_content` found on the way, as text and as structured
+    content."""
     add_story(ctx, result, written)
-    return json_output(result)
+    return ToolOutput(" ".join([said, *written.notes()]), result)
 
 
 #: The fields of :func:`rewrite`'s result, all of them always there.

@@ -7,24 +7,46 @@ colleague's change (``no_lost_updates.py``).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import (
     CallCancelledError,
     ChangedMeanwhileError,
-    NoteNotFoundError,
+    HTTPStatusError,
     NotTextError,
     PreconditionFailedError,
     TeamVaultError,
     ToolInputError,
+    printable,
 )
 from teamvault_mcp.text.edits import Edit, apply_edits, edits_from_patch
+from teamvault_mcp.text.note_paths import (
+    NOTE_EXTENSION,
+    extension_of,
+    has_extension,
+    move_target,
+    name_of,
+    names_folder,
+)
 from teamvault_mcp.text.paths import stored_path_of
-from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.missing import when_text
 from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema, write_content, written_result
-from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, NULLABLE_STRING, STRING, Tool, list_schema, object_schema
+from teamvault_mcp.tools.spec import (
+    DRY_RUN,
+    EXPECTED_HASH,
+    NOTE_PATH,
+    NULLABLE_STRING,
+    STRING,
+    See,
+    Tool,
+    list_schema,
+    object_schema,
+)
 from teamvault_mcp.tools.versions import describe
 from teamvault_mcp.tools.writes import expect, mime_type_for, result_with, settle, settle_content
 
@@ -34,12 +56,22 @@ if TYPE_CHECKING:
 
 def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     user = ctx.client.whoami()
-    return json_output({"id": user.get("id"), "email": user.get("email"), "name": user.get("name")})
+    result = {"id": user.get("id"), "email": user.get("email"), "name": user.get("name")}
+    email = f" <{result['email']}>" if result["email"] else ""
+    return ToolOutput(f"{result['name'] or 'A user without a name'}{email}, user id {result['id']}.", result)
 
 
 def list_projects(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     projects = [{"id": p.get("id"), "slug": p.get("slug"), "name": p.get("name")} for p in ctx.client.list_projects()]
-    return json_output(projects, key="projects")
+    lines = [_project_line(project) for project in projects]
+    default = f" Without projectId the tools use {ctx.default_project_id}." if ctx.default_project_id else ""
+    head = f"{len(projects)} project{'s' if len(projects) != 1 else ''} this key can use (id, name, slug):{default}"
+    return ToolOutput("\n".join([head, *lines]), {"projects": projects})
+
+
+def _project_line(project: dict[str, Any]) -> str:
+    slug = f" ({project['slug']})" if project["slug"] else ""
+    return f"{project['id']}  {project['name'] or ''}{slug}".rstrip()
 
 
 # -- write_note -------------------------------------------------------------------------------------
@@ -47,14 +79,25 @@ def list_projects(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
 def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
+    if names_folder(args["path"]):
+        folder = printable(args["path"].rstrip("/\\"))
+        raise ToolInputError(
+            f"write_note needs a note's path, and {printable(args['path'])!r} ends with '/', so it names a folder. "
+            f"Nothing was written; give the note's name too, e.g. '{folder}/<name>.md'."
+        )
     path = stored_path_of(args["path"])
     data = args["content"].encode("utf-8")
     new_hash = sha256_hex(data)
     expected = args.get("expectedHash")
     existing = ctx.client.find_file(project_id, path)
+    given = None
+    if existing is None and not has_extension(path):  # a name as links write it: the note is name.md
+        given, path = path, path + NOTE_EXTENSION
+        existing = ctx.client.find_file(project_id, path)
+        ctx.facts["paths"] = [path]
     expect(ctx, project_id, path, existing, expected)
     if existing is None:
-        return _create_note(ctx, project_id, args, path, data)
+        return _create_note(ctx, project_id, args, path, data, given)
     if args.get("mode") == "create":
         raise TeamVaultError(
             f"Note already exists: {path}. mode=create never overwrites; use mode=update (or upsert) "
@@ -66,17 +109,19 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     mode: Mode = "strict" if expected is not None else "replace"
     written = write_content(ctx, project_id, path, existing, data, mode=mode, expected=expected)
     size = written.file.size if written.file.size is not None else len(data)
-    return written_result(
-        ctx, {"path": written.file.path, "action": "updated", "size": size, "contentHash": new_hash}, written
-    )
+    result = {"path": written.file.path, "action": "updated", "size": size, "contentHash": new_hash}
+    said = f"Updated {written.file.path} ({size:,} bytes); its contentHash is now {new_hash}.{_md_added(given)}"
+    return written_result(ctx, _given(result, given), written, said)
 
 
-def _create_note(ctx: ToolContext, project_id: str, args: Mapping[str, Any], path: str, data: bytes) -> ToolOutput:
+def _create_note(
+    ctx: ToolContext, project_id: str, args: Mapping[str, Any], path: str, data: bytes, given: str | None
+) -> ToolOutput:
     if args.get("mode") == "update":
-        missing = NoteNotFoundError(path)
+        missing = ctx.not_found(project_id, path)
         missing.extend("(mode=update only changes an existing note; use mode=create or upsert to make one.)")
         raise missing
-    stored_path_of(args["path"], incoming=True)  # the server's gate for new paths, before the POST
+    stored_path_of(path, incoming=True)  # the server's gate for new paths, before the POST
     new_hash = sha256_hex(data)
     ctx.facts.update(hashBefore=None, hashAfter=new_hash)
     written, verified = settle_content(
@@ -88,7 +133,22 @@ def _create_note(ctx: ToolContext, project_id: str, args: Mapping[str, Any], pat
         data=data,
     )
     size = written.size if written.size is not None else len(data)
-    return result_with({"path": written.path, "action": "created", "size": size, "contentHash": new_hash}, verified)
+    result = {"path": written.path, "action": "created", "size": size, "contentHash": new_hash}
+    said = f"Created {written.path} ({size:,} bytes); its contentHash is {new_hash}.{_md_added(given)}"
+    return result_with(_given(result, given), verified, said)
+
+
+def _md_added(given: str | None) -> str:
+    """What the text says when the path given had no extension: a note's file name ends in .md."""
+    if given is None:
+        return ""
+    return f" ('{NOTE_EXTENSION}' was added to the path you gave, {printable(given)}: a note's name ends in it.)"
+
+
+def _given(result: dict[str, Any], given: str | None) -> dict[str, Any]:
+    if given is not None:
+        result["givenPath"] = given
+    return result
 
 
 # -- edit_note --------------------------------------------------------------------------------------
@@ -116,6 +176,7 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         done="Edited",
         change=lambda text: apply_edits(text, edits),
         expected=expected,
+        apply=("edit_note", {**args, "path": note.path}),
     )
 
 
@@ -124,8 +185,20 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
 def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
-    new_path = stored_path_of(args["newPath"], incoming=True)  # refused before any request, like path
+    raw = args["newPath"]
+    new_path = move_target(raw, stored_path_of(args["path"]))  # refused before any request, like path
     path, file = ctx.existing(project_id, args["path"])
+    how = ""
+    if names_folder(raw):
+        how = f" (into the folder {printable(raw)}, under its own name)"
+    elif new_path != stored_path_of(raw, incoming=True):  # an extension was added: unless that is a folder
+        folder = stored_path_of(raw, incoming=True)
+        if any(f.path.startswith(folder + "/") for f in ctx.client.list_files(project_id, prefix=folder + "/")):
+            new_path = stored_path_of(f"{folder}/{name_of(path)}", incoming=True)
+            how = f" ({printable(folder)} is a folder: the note went into it, under its own name)"
+        else:
+            how = f" ('{extension_of(new_path)}' was added to the newPath you gave, {printable(raw)})"
+    ctx.facts["paths"] = [path, new_path]
     expected = args.get("expectedHash")
     expect(ctx, project_id, path, file, expected)
     ctx.facts.update(hashBefore=file.content_hash, hashAfter=file.content_hash)
@@ -136,17 +209,56 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         expect(ctx, project_id, path, ctx.client.find_file(project_id, path), expected)
         raise
     except TeamVaultError as error:
-        settle(
-            error,
-            lambda: (ctx.client.find_file(project_id, new_path), ctx.client.find_file(project_id, path)),
-            applied=lambda found: found[0] is not None and found[0].id == file.id,
-            untouched=lambda found: found[1] is not None and found[1].id == file.id,
-            untouched_text=f"the note still at {path}",
-        )
+        try:
+            settle(
+                error,
+                lambda: (ctx.client.find_file(project_id, new_path), ctx.client.find_file(project_id, path)),
+                applied=lambda found: found[0] is not None and found[0].id == file.id,
+                untouched=lambda found: found[1] is not None and found[1].id == file.id,
+                untouched_text=f"the note still at {path}",
+            )
+        except HTTPStatusError as final:
+            if final is error and final.status == 409 and final.code == "path_exists":
+                _say_who_holds(ctx, project_id, new_path, path, final)
+            raise
         verified = ctx.facts["verified"] = True
     if expected is not None and not ctx.client.conditional:
         _undo_move_if_changed(ctx, project_id, file, path, new_path, expected)
-    return result_with({"id": file.id, "path": new_path}, verified)
+    result = {"path": new_path, "previousPath": path, "contentHash": file.content_hash}
+    said = f"Moved {path} to {new_path}{how}; its contentHash stays {file.content_hash}."
+    if ctx.tools.has("search_notes") and name_of(new_path) != name_of(path):
+        said += (
+            " Links to it in other notes are not changed; search_notes(query="
+            f'{json.dumps(_links_to(path), ensure_ascii=False)}, mode="regex") finds them.'
+        )
+    return result_with(result, verified, said)
+
+
+def _links_to(path: str) -> str:
+    """A search_notes regex for the wikilinks that name the note at ``path``: ``[[ada]]``, ``[[people/ada|Ada]]``."""
+    name = name_of(path)
+    stem = name[: -len(extension_of(name))] if extension_of(name) else name
+    return rf"\[[^\]|#]*[/\[]{re.escape(stem)}(\.md)?[\]|#]"
+
+
+def _say_who_holds(ctx: ToolContext, project_id: str, new_path: str, path: str, error: HTTPStatusError) -> None:
+    """A move refused with 409 path_exists: when a deleted note holds the path, say so and how to reuse it."""
+    try:
+        holder = ctx.client.find_file(project_id, new_path, include_deleted=True)
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        return
+    if holder is None or holder.deleted_at is None:
+        return
+    said = f"{new_path} is held by a note deleted on {when_text(holder.deleted_at)}: the server keeps its path."
+    if ctx.tools.has("write_note", "delete_note"):
+        said += (
+            f" To use the name anyway, write_note at {new_path} with this note's text brings that deleted note "
+            f"back (with its own history), and delete_note({json.dumps(path, ensure_ascii=False)}) then removes "
+            "this one; or choose another newPath."
+        )
+    error.extend(said)
 
 
 def _undo_move_if_changed(
@@ -202,7 +314,12 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         unchecked = _undo_delete_if_changed(ctx, project_id, file, path, expected)
         if unchecked:
             result["unchecked"] = unchecked
-    return result_with(result, verified)
+    said = f"Deleted {path} (contentHash {file.content_hash}); the server keeps it and its history."
+    if ctx.tools.has("write_note"):
+        said += " write_note at this path brings it back."
+    if result.get("unchecked"):
+        said += f" Not checked for a colleague's write at the same moment: {result['unchecked']}."
+    return result_with(result, verified, said)
 
 
 def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, path: str, expected: str) -> str:
@@ -243,14 +360,17 @@ def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, 
 
 # -- the tools ----------------------------------------------------------------------------------------
 
+
+def _move_paths(args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The notes a move names, for the write scopes: the note, and where it goes (``archive/`` → its name in it)."""
+    return [("path", args["path"]), ("newPath", move_target(args["newPath"], stored_path_of(args["path"])))]
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="whoami",
         title="Who am I",
-        description=(
-            "Return the Team Vault user that the configured API key belongs to: id, email and name. "
-            "Use it to check that the connection works or to know whose name your edits appear under."
-        ),
+        description="The Team Vault user the API key belongs to (name, email, id): whose name your edits carry.",
         params=(),
         handler=whoami,
         takes_project=False,
@@ -259,11 +379,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="list_projects",
         title="List projects",
-        description=(
-            "List the Team Vault projects (shared vaults) the API key can access, as id, slug and name. "
-            "Pass a project's id as projectId to the other tools when no default project is configured "
-            "or to work in another vault."
-        ),
+        description="The projects (shared vaults) the API key can use: id, name, slug.",
         params=(),
         handler=list_projects,
         takes_project=False,
@@ -276,23 +392,17 @@ TOOLS: tuple[Tool, ...] = (
         name="write_note",
         title="Write note",
         description=(
-            "Create a text note at a vault path, or replace the whole content of the note already there. "
-            "Returns the stored path, whether the note was 'created' or 'updated', its size in bytes and its new "
-            "contentHash. Other people edit these notes too: to change part of a note use edit_note; to replace "
-            "one, pass the contentHash you read as expectedHash so a colleague's edit is never overwritten. "
-            "mode=create refuses to overwrite, mode=update refuses to create. Missing folders are created "
-            "implicitly. A retried call never writes twice."
+            "Create a note, or replace all its text; returns the new contentHash. mode=create never overwrites, "
+            "mode=update never creates. Missing folders are made; a deleted note's path brings it back. A retry "
+            "never writes twice."
         ),
+        see=(See(("edit_note",), "To change part of a note, use edit_note."),),
         params=(
-            Param("path", "Vault-relative path of the note to write, e.g. 'meetings/2026-11-30.md'."),
-            Param(
-                "content",
-                "The complete new text of the note (UTF-8). Replaces everything that was there.",
-                kind="content",
-            ),
+            NOTE_PATH,
+            Param("content", "The note's complete new text.", kind="content"),
             Param(
                 "mode",
-                "upsert (default): create or replace; create: fail if the note exists; update: fail if it does not.",
+                "upsert (default), create or update.",
                 kind="choice",
                 required=False,
                 choices=("upsert", "create", "update"),
@@ -310,6 +420,7 @@ TOOLS: tuple[Tool, ...] = (
                 "action": {"type": "string", "enum": ["created", "updated"]},
                 "size": {"type": "integer"},
                 "contentHash": STRING,
+                "givenPath": STRING,
                 "verified": {"type": "boolean"},
             },
             ["path", "action", "size"],
@@ -319,25 +430,21 @@ TOOLS: tuple[Tool, ...] = (
         name="edit_note",
         title="Edit note",
         description=(
-            "Change part of a note without rewriting it: edits is an ordered list of {oldText, newText} "
-            "replacements (each oldText must occur exactly once, or set replaceAll); or give patch, a unified "
-            "diff with @@ hunks of ' ', '-' and '+' lines (line numbers optional). Line endings may differ from "
-            "the note's; the note keeps its own. All edits apply or none; a failed one shows the closest lines "
-            "or every match's line number. Returns the unified diff and the new contentHash. dryRun shows the "
-            "diff and writes nothing. Pass the contentHash you read as expectedHash to be safe from "
-            "concurrent edits."
+            "Change part of a note: edits, replacements made in order (each oldText must occur once, or set "
+            "replaceAll; line endings may differ), or patch, a unified diff (@@ line numbers optional). All "
+            "apply or none. Returns the diff and the new contentHash; dryRun previews and gives the call that "
+            "applies it."
         ),
         params=(
             NOTE_PATH,
             Param(
                 "edits",
-                'Replacements, applied in order, e.g. [{"oldText": "- [ ] call Kuzma", '
-                '"newText": "- [x] call Kuzma"}].',
+                "Replacements, made in order.",
                 kind="edits",
                 required=False,
             ),
-            Param("patch", "Instead of edits: a unified diff of the note (@@ hunks).", kind="content", required=False),
-            Param("dryRun", "true: show the diff, write nothing.", kind="flag", required=False),
+            Param("patch", "Instead of edits: a unified diff.", kind="content", required=False),
+            DRY_RUN,
             EXPECTED_HASH,
         ),
         handler=edit_note,
@@ -351,29 +458,26 @@ TOOLS: tuple[Tool, ...] = (
         name="move_note",
         title="Move or rename note",
         description=(
-            "Move or rename a note within the project; it keeps its id and version history. Fails if a "
-            "note already exists at newPath. Links in other notes are not rewritten."
+            "Move or rename a note; it keeps its history. A newPath ending in '/', or naming a folder, moves it "
+            "into that folder under its name. Fails if a note, even a deleted one, holds newPath. Links in other "
+            "notes are not changed."
         ),
-        params=(
-            Param("path", "Current vault path of the note, e.g. 'inbox/idea.md'."),
-            Param("newPath", "New vault path, e.g. 'projects/idea.md'. Missing folders are created implicitly."),
-            EXPECTED_HASH,
-        ),
+        params=(NOTE_PATH, Param("newPath", "Where to, e.g. 'projects/idea.md' or 'archive/'."), EXPECTED_HASH),
         handler=move_note,
         writes=True,
         path_params=("path", "newPath"),
+        written=_move_paths,
         destructive=False,  # nothing is lost; moving back restores the old state
         idempotent=False,  # a repeat could move another note that has appeared at the old path
-        output_schema=object_schema({"id": STRING, "path": STRING}, ["id", "path"]),
+        output_schema=object_schema(
+            {"path": STRING, "previousPath": STRING, "contentHash": NULLABLE_STRING, "verified": {"type": "boolean"}},
+            ["path", "previousPath"],
+        ),
     ),
     Tool(
         name="delete_note",
         title="Delete note",
-        description=(
-            "Delete a note by its vault path. The delete is soft: the server keeps a tombstone and the "
-            "version history, so an administrator can recover it, and writing a note at the same path "
-            "later revives it."
-        ),
+        description="Delete a note. The server keeps it and its history; writing a note at its path brings it back.",
         params=(NOTE_PATH, EXPECTED_HASH),
         handler=delete_note,
         writes=True,

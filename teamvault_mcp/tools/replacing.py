@@ -387,20 +387,19 @@ TOOLS: tuple[Tool, ...] = (
         name="replace_in_notes",
         title="Replace in notes",
         description=(
-            "Find and replace across notes (or under prefix). dryRun (default true) lists each note's matches "
-            "with a short diff and the call that applies it; dryRun=false writes each note only if unchanged since "
-            "it was read (else it is reported as a conflict), and expectedCount refuses if the count changed. "
-            "Links are plain text here. regex: search's safe subset, $1 for groups."
+            "Find and replace across notes. dryRun (default true) lists each note's matches, a short diff and the "
+            "call that applies it; applied, a note changed since is reported as a conflict, and expectedCount "
+            "refuses if the count changed. Links are plain text here. regex: search's safe subset, $1 for groups."
         ),
         params=(
-            Param("find", "Text, or a regex, to find.", kind="content"),
-            Param("replace", "What replaces each match.", kind="content"),
-            Param("prefix", "Only paths starting with this.", kind="prefix", required=False),
+            Param("find", "Text or regex.", kind="content"),
+            Param("replace", "Replacement.", kind="content"),
+            Param("prefix", "Only paths starting so.", kind="prefix", required=False),
             Param("regex", "find is a regex.", kind="flag", required=False),
             Param("caseSensitive", "Default true.", kind="flag", required=False),
-            Param("dryRun", "Default true: preview only.", kind="flag", required=False),
-            Param("expectedCount", "Matches the preview reported.", kind="count", required=False),
-            Param("limit", "At most this many notes written.", kind="count", required=False),
+            Param("dryRun", "Default true.", kind="flag", required=False),
+            Param("expectedCount", "The preview's matches.", kind="count", required=False),
+            Param("limit", "Most notes written.", kind="count", required=False),
         ),
         handler=replace_in_notes,
         writes=True,

@@ -150,9 +150,9 @@ TOOLS: tuple[Tool, ...] = (
         name="list_schemas",
         title="List schemas",
         description=(
-            "List the kinds of structured notes this vault defines (schema notes in TEAM_VAULT_SCHEMA_DIR): for "
-            "each, its upsert_<name> tool, description, fields with their types and which are required, and the "
-            "path template its notes follow. Also lists schema notes that are invalid, with what is wrong."
+            "The kinds of structured notes this vault defines (its schema notes): for each, its upsert_<name> "
+            "tool, fields with their types and which are required, and where its notes go; and the schema notes "
+            "that are invalid, with what is wrong."
         ),
         params=(),
         handler=list_schemas,
@@ -164,8 +164,8 @@ TOOLS: tuple[Tool, ...] = (
         name="reload_schemas",
         title="Reload schemas",
         description=(
-            "Read the schema notes again after someone changed them, and replace the upsert_<name> tools with "
-            "what they now define. Returns the schemas, the problems, and which tools were added or removed."
+            "Read the schema notes again after someone changed them, and make the upsert_<name> tools what they "
+            "now define: the schemas, the problems, and which tools were added or removed."
         ),
         params=(),
         handler=reload_schemas,

@@ -13,11 +13,14 @@ import gc
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.text.fuzzy import find_paths
+from teamvault_mcp.text.markdown import toc_argument
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.regex_subset import UnsafeRegexError
 from teamvault_mcp.text.search import (
@@ -27,12 +30,14 @@ from teamvault_mcp.text.search import (
     Indexed,
     Matcher,
     TimeUp,
+    close_words,
     rank,
+    vocabulary,
 )
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import Gathered, gather
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.spec import STRING, Tool, object_schema
+from teamvault_mcp.tools.spec import STRING, See, Tool, object_schema
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -61,9 +66,12 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         files = [file for file in ctx.client.list_files(project_id, prefix=prefix) if file.file_type == "TEXT"]
     gathered = gather(ctx, project_id, files)
     with gc_paused():  # tens of thousands of short-lived objects; no full collection in between, please
-        candidates, searched = _score(ctx, matcher, gathered, mode)
-        shown, notes_shown = rank(candidates, matcher, limit)
-    total_notes = len(candidates)
+        scored = _score(ctx, matcher, gathered, mode)
+        corrected = _corrected(ctx, matcher, gathered, scored) if not scored.candidates else None
+        if corrected is not None:
+            matcher, scored = corrected
+        shown, notes_shown = rank(scored.candidates, matcher, limit)
+    total_notes = len(scored.candidates)
     slow_lines = sum(matcher.slow_lines.values())
     result: dict[str, Any] = {
         "query": args["query"],
@@ -71,7 +79,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "hits": [hit.as_json() for hit in shown],
         "totalNotes": total_notes,
         "moreNotes": total_notes - notes_shown,
-        "notesSearched": searched,
+        "notesSearched": scored.searched,
         "partial": gathered.not_searched > 0 or slow_lines > 0,
     }
     lines = []
@@ -85,24 +93,123 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         result["slowLines"] = slow_lines
         lines.append(_slow_lines_notice(matcher.slow_lines))
     query = json.dumps(args["query"], ensure_ascii=False)
-    lines.append(
-        f"{total_notes:,} note{'s' if total_notes != 1 else ''} match {query} ({mode}); "
-        f"the best {len(shown)} hit{'s' if len(shown) != 1 else ''} (at most 3 per note):"
-    )
+    if corrected is not None:
+        result["correctedQuery"] = " ".join(matcher.words)
+        lines.append(
+            f"No note holds {query}; {_said_as(scored.replaced)}, the closest word"
+            f"{'s' if len(scored.replaced) > 1 else ''} in this vault. Hits for "
+            f"{json.dumps(result['correctedQuery'], ensure_ascii=False)}:"
+        )
+    elif not shown:
+        lines.append(_no_hits(ctx, args["query"], mode, matcher, gathered, scored))
+    else:
+        lines.append(
+            f"{total_notes:,} note{'s match' if total_notes != 1 else ' matches'} {query} ({mode}); "
+            f"{len(shown)} hit{'s' if len(shown) != 1 else ''}, at most 3 per note:"
+        )
     for hit in shown:
-        where = f" · {hit.breadcrumb}" if hit.breadcrumb else ""
+        where = f" section={toc_argument(hit.toc_path)}" if hit.toc_path else ""
         lines.append(f"{hit.path}:{hit.line}{where} · {hit.snippet}")
     if total_notes > notes_shown:
         lines.append(
             f"[{total_notes - notes_shown:,} more matching notes not shown: narrow with prefix or more words, "
             "or raise limit.]"
         )
-    if shown:
-        lines.append("Read a hit's part of its note with read_note(path, section=tocPath).")
+    if any(hit.toc_path for hit in shown) and ctx.tools.has("read_note"):
+        lines.append("read_note(path, section=...) as shown reads a hit's section.")
     return ToolOutput("\n".join(lines), result)
 
 
-def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) -> tuple[list[Candidate], int]:
+@dataclass
+class Scored:
+    """What matching found: the notes that match, how many were searched, how many hold each term, and (for a
+    corrected query) which query words were replaced by which."""
+
+    candidates: list[Candidate]
+    searched: int
+    holding: list[int]
+    replaced: dict[str, str] = field(default_factory=dict)
+
+
+#: Seconds a search that found nothing may spend collecting the vault's words, for close words.
+VOCABULARY_SECONDS = 2.0
+
+
+def _vocabulary(ctx: ToolContext, gathered: Gathered) -> Counter[str]:
+    seconds = VOCABULARY_SECONDS
+    if ctx.budget is not None:
+        seconds = min(seconds, ctx.budget.remaining() - ANSWER_SECONDS)
+    return vocabulary((entry for _, entry in gathered.ready), deadline=time.monotonic() + max(seconds, 0.0))
+
+
+def _corrected(ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: Scored) -> tuple[Matcher, Scored] | None:
+    """A text search whose words are not all in the vault, made again with the closest word of the vault for
+    each missing one (a typo: ``failovr``); None when a word has no close word, or the new search finds nothing."""
+    if matcher.mode != "text":  # a phrase or a regex counts its notes as one term, not word by word
+        return None
+    missing = [word for word, notes in zip(matcher.words, scored.holding, strict=True) if not notes]
+    if not missing:
+        return None
+    counts = _vocabulary(ctx, gathered)
+    replaced = {}
+    for word in missing:
+        close = close_words(word, counts, limit=1)
+        if not close:
+            return None
+        replaced[word] = close[0][0]
+    fixed = Matcher(" ".join(replaced.get(word, word) for word in matcher.words), "text")
+    again = _score(ctx, fixed, gathered, "text")
+    if not again.candidates:
+        return None
+    again.replaced = replaced
+    return fixed, again
+
+
+def _said_as(replaced: dict[str, str]) -> str:
+    return ", ".join(
+        f"{json.dumps(word, ensure_ascii=False)} is not in it but {json.dumps(close, ensure_ascii=False)} is"
+        for word, close in replaced.items()
+    )
+
+
+def _no_hits(ctx: ToolContext, query: str, mode: str, matcher: Matcher, gathered: Gathered, scored: Scored) -> str:
+    """What a search that found nothing says: which words the vault lacks and its close words, what to try."""
+    quoted = json.dumps(query, ensure_ascii=False)
+    searched = f"{scored.searched:,} note{'s' if scored.searched != 1 else ''} searched"
+    said = [f"No note matches {quoted} ({mode}; {searched})."]
+    tries = []
+    if mode == "text":
+        words = matcher.words
+        held = dict(zip(words, scored.holding, strict=True))
+        missing = [word for word in words if not held[word]]
+        if len(words) > 1:
+            counts = ", ".join(f"{json.dumps(word, ensure_ascii=False)} {_notes(held[word])}" for word in words)
+            said.append(f"Notes holding each word: {counts}.")
+        if missing:
+            vocabulary_counts = _vocabulary(ctx, gathered)
+            for word in missing:
+                close = close_words(word, vocabulary_counts)
+                if close:
+                    options = ", ".join(f"{json.dumps(other, ensure_ascii=False)} ({_notes(n)})" for other, n in close)
+                    said.append(f"Close to {json.dumps(word, ensure_ascii=False)} in this vault: {options}.")
+        if len(words) > 1:
+            tries.append("fewer words (every word must be in the note)")
+    elif mode == "phrase":
+        tries.append('mode="text" (the words anywhere in a note, in any order)')
+    else:
+        tries.append('mode="text" for plain words, or a looser pattern')
+    if ctx.tools.has("find_notes"):
+        tries.append("find_notes(query) if it is part of a note's name")
+    if tries:
+        said.append(f"Try {'; or '.join(tries)}.")
+    return " ".join(said)
+
+
+def _notes(count: int) -> str:
+    return "in no note" if not count else f"in {count:,} note{'s' if count != 1 else ''}"
+
+
+def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) -> Scored:
     """Every matching note with its score; stops early (partial) when time runs out."""
     stop_at = time.monotonic() + (REGEX_SECONDS if mode == "regex" else float("inf"))
     if ctx.budget is not None:
@@ -137,7 +244,7 @@ def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) ->
         candidates += [
             Candidate(file.path, entry, ranking.score(counts, len(entry.folded))) for file, entry, counts in counted
         ]
-    return candidates, searched
+    return Scored(candidates, searched, holding)
 
 
 class _CollectorPause:
@@ -215,29 +322,25 @@ TOOLS: tuple[Tool, ...] = (
         name="search_notes",
         title="Search notes",
         description=(
-            "Search the text of the project's notes. mode=text (default) finds notes holding every word of the "
-            "query, ignoring case and accents, and ranks the lines; mode=phrase finds the words in order on one "
-            "line; mode=regex takes a regular expression (a safe subset: no nested quantifiers). Each hit gives "
-            "path, line, a short snippet, the heading breadcrumb and the tocPath of its section: read just that "
-            "part with read_note(path, section=tocPath). Notes are ranked by BM25 (words that are frequent in a "
-            f"note and rare in the vault count most); at most limit hits (default {DEFAULT_HITS}), at most 3 per "
-            "note, and the result says how many more notes matched. The first search of a big vault downloads its "
-            "notes (and caches them); if the time budget runs out first, it answers with what it searched, "
-            "marked partial."
+            "Search what notes say. mode=text (default): notes holding every word, any case or accents, best "
+            "lines first; phrase: the words in order on one line; regex: a safe subset. A hit is path:line, its "
+            "section and a snippet, at most 3 per note. No hits: it says what to try (a typo is retried as the "
+            "vault's closest word). A search cut short by time says so."
         ),
+        see=(See(("read_note",), "read_note(path, section=...) reads a hit's section."),),
         params=(
-            Param("query", "What to look for: words, a phrase, or a regular expression (see mode).", kind="query"),
-            Param("prefix", "Only search paths starting with this, e.g. 'projects/'.", kind="prefix", required=False),
+            Param("query", "Words, a phrase, or a regex (see mode).", kind="query"),
+            Param("prefix", "Only paths starting with this, e.g. 'projects/'.", kind="prefix", required=False),
             Param(
                 "limit",
-                f"Most hits to return (default {DEFAULT_HITS}, at most 200).",
+                f"Most hits (default {DEFAULT_HITS}, at most 200).",
                 kind="count",
                 required=False,
                 maximum=200,
             ),
             Param(
                 "mode",
-                "text (all words, any case and accents), phrase (the words in order), or regex.",
+                "text (default), phrase or regex.",
                 kind="choice",
                 required=False,
                 choices=("text", "phrase", "regex"),
@@ -248,6 +351,7 @@ TOOLS: tuple[Tool, ...] = (
             {
                 "query": STRING,
                 "mode": STRING,
+                "correctedQuery": STRING,
                 "hits": {
                     "type": "array",
                     "items": object_schema(
@@ -276,14 +380,14 @@ TOOLS: tuple[Tool, ...] = (
         name="find_notes",
         title="Find notes by name",
         description=(
-            'Find notes by their path or file name, forgiving typos and missing letters, ranked: for "where is '
-            'the note about X". Case and accents are ignored. Returns paths with a score (100 is an exact name).'
+            "Find notes by path or name, forgiving typos, best first with a score (100: the exact name); for "
+            '"where is the note about X". Case and accents are ignored.'
         ),
         params=(
-            Param("query", "Part of a name or path, e.g. 'kuzma' or 'meeting notes 2026'.", kind="query"),
+            Param("query", "Part of a name or path, e.g. 'kuzma'.", kind="query"),
             Param(
                 "limit",
-                f"Most paths to return (default {DEFAULT_FOUND}, at most 100).",
+                f"Most paths (default {DEFAULT_FOUND}, at most 100).",
                 kind="count",
                 required=False,
                 maximum=100,

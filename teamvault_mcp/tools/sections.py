@@ -189,15 +189,14 @@ TOOLS: tuple[Tool, ...] = (
         name="edit_section",
         title="Edit section",
         description=(
-            "Write into one section of a note, found by heading: no read or oldText needed. mode append "
-            "(default) puts content at the end of the section, subsections included, just before the next "
-            "heading of the same or a higher level; prepend, right under the heading; replace, the body (heading "
-            "kept). Blank lines follow the note. Returns the diff and contentHash."
+            "Write into a section, found by heading, without reading the note. mode append (default): at the "
+            "section's end, subsections included, before the next heading of the same or a higher level; prepend: "
+            "under the heading; replace: its body. Blank lines follow the note. Returns the diff and contentHash."
         ),
         params=(
-            Param("path", "Note path."),
-            Param("section", "tocPath or breadcrumb (as search shows); [] = whole note.", kind="section"),
-            Param("content", "Markdown to put there.", kind="content"),
+            Param("path", "The note."),
+            Param("section", "tocPath; [] = whole note.", kind="section"),
+            Param("content", "Markdown.", kind="content"),
             Param("mode", "Default append.", kind="choice", required=False, choices=sections.MODES),
             Param("expectedHash", "Write only if unchanged since.", kind="hash", required=False),
             Param("dryRun", "Diff only.", kind="flag", required=False),

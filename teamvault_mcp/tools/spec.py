@@ -5,6 +5,12 @@ Every tool is declared once, as data, next to its handler in its family's module
 ``schemas.py``); ``table.py`` collects them in the order ``tools/list`` shows them. The
 input schema sent in ``tools/list``, the argument checks and the reading of a command line
 all come from the declaration, through the kinds of its arguments (``kinds.py``).
+
+What ``tools/list`` shows depends on the server's setting (:class:`~teamvault_mcp.tools.context.ToolSet`): a sentence
+that names another tool (:class:`See`) is shown only when that tool is registered, and
+``projectId`` only where more than one project can be meant. Every agent turn carries
+the tool list, so descriptions say each thing once; what holds for all tools (how paths
+are spelt, what ``projectId`` means) is said once, in the server's instructions.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.tools.context import ToolContext, ToolOutput
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, ToolSet
 from teamvault_mcp.tools.kinds import Param
 
 # -- tools ---------------------------------------------------------------------------------------------
@@ -35,6 +41,14 @@ class ArgumentSpec(Protocol):
 
 
 @dataclass(frozen=True)
+class See:
+    """A sentence of a description that names other tools: shown only when all of ``tools`` are registered."""
+
+    tools: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
 class Tool:
     """One MCP tool, declared once."""
 
@@ -51,30 +65,48 @@ class Tool:
     takes_project: bool = True
     #: The arguments naming notes a write touches: checked against TEAM_VAULT_WRITE_PREFIXES, audited.
     path_params: tuple[str, ...] = ()
+    #: Instead of the values of ``path_params``: the (argument, path) pairs a write touches, when an argument
+    #: does not name a note by itself (move_note's ``newPath='archive/'``).
+    written: Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None = None
     #: Only with TEAM_VAULT_SCHEMA_DIR (list_schemas, reload_schemas).
     needs_schemas: bool = False
     #: Instead of ``params``: arguments described by a schema note (the generated upsert_<name> tools).
     spec: ArgumentSpec | None = None
+    #: Sentences added to the description when the tools they name are registered.
+    see: tuple[See, ...] = ()
     all_params: tuple[Param, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         extra = (PROJECT_ID,) if self.takes_project else ()
         object.__setattr__(self, "all_params", self.params + extra)
 
-    def input_schema(self) -> dict[str, Any]:
+    def describe(self, tools: ToolSet) -> str:
+        """The description ``tools/list`` sends: the tool's own, then each sentence whose tools are there.
+
+        ``{max_read_chars}`` in it is the configured limit of a plain read."""
+        sentences = [self.description, *(see.text for see in self.see if set(see.tools) <= tools.names)]
+        limit = f"{tools.max_read_chars:,}" if tools.max_read_chars else "no"
+        return " ".join(sentences).replace("{max_read_chars}", limit)
+
+    def input_schema(self, tools: ToolSet | None = None) -> dict[str, Any]:
+        """The input schema; without ``projectId`` when ``tools`` says only one project can be meant (the
+        argument is still accepted: old callers send it)."""
         if self.spec is not None:
             return self.spec.json_schema()
-        return {
-            "type": "object",
-            "properties": {param.name: param.schema() for param in self.all_params},
-            "required": [param.name for param in self.all_params if param.required],
-            "additionalProperties": False,
-        }
+        offered = self.params if tools is not None and tools.one_project else self.all_params
+        schema: dict[str, Any] = {"type": "object", "properties": {param.name: param.schema() for param in offered}}
+        required = [param.name for param in offered if param.required]
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return schema
 
     def written_paths(self, args: Mapping[str, Any]) -> list[tuple[str, str]]:
         """(what, path) for each note a write with these (checked) arguments touches, as given."""
         if self.spec is not None:
             return self.spec.paths(args)
+        if self.written is not None and all(isinstance(args.get(name), str) for name in self.path_params):
+            return self.written(args)
         return [(name, args[name]) for name in self.path_params if isinstance(args.get(name), str)]
 
     def read_argument(self, name: str, text: str) -> Any:
@@ -110,23 +142,16 @@ class Tool:
 
 # -- arguments shared by several tools ----------------------------------------------------------
 
-PROJECT_ID = Param(
-    "projectId",
-    "Team Vault project id (from list_projects). Optional: defaults to the configured project.",
-    kind="id",
-    required=False,
-)
-NOTE_PATH = Param(
-    "path",
-    "Vault-relative path of the note, e.g. 'people/kuzma-minin.md'. "
-    "'./a.md', 'dir\\a.md' and 'dir//a.md' name the same notes as 'a.md' and 'dir/a.md'.",
-)
+PROJECT_ID = Param("projectId", "Default: the configured project.", kind="id", required=False)
+NOTE_PATH = Param("path", "The note, e.g. 'people/ada.md'.")
 EXPECTED_HASH = Param(
     "expectedHash",
-    "The contentHash you last read. The write happens only if the note still has it; if someone changed it "
-    "since, you get a conflict with the current hash and what changed.",
+    "The contentHash you read: write only if the note still has it.",
     kind="hash",
     required=False,
+)
+DRY_RUN = Param(
+    "dryRun", "true: show the diff and the call that applies it; write nothing.", kind="flag", required=False
 )
 
 

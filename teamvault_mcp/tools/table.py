@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from teamvault_mcp.text.schemas import Schema
-from teamvault_mcp.tools import frontmatter, history, notes, reading, replacing, schemas, search, sections
+from teamvault_mcp.tools import frontmatter, history, notes, outline, reading, replacing, schemas, search, sections
 from teamvault_mcp.tools.spec import Tool
 
 ORDER = (
@@ -55,6 +55,7 @@ TOOLS = in_order(
     (
         notes.TOOLS,
         reading.TOOLS,
+        outline.TOOLS,
         search.TOOLS,
         frontmatter.TOOLS,
         history.TOOLS,
@@ -65,14 +66,30 @@ TOOLS = in_order(
 )
 
 
-def tools_for(read_only: bool, schema_list: Sequence[Schema] | None = None) -> tuple[Tool, ...]:
+#: In TEAM_VAULT_TOOLS, every upsert_<schema> tool at once.
+SCHEMA_TOOLS = "upsert_*"
+
+
+def tools_for(
+    read_only: bool,
+    schema_list: Sequence[Schema] | None = None,
+    *,
+    named: frozenset[str] | None = None,
+    dropped: frozenset[str] = frozenset(),
+) -> tuple[Tool, ...]:
     """The tools to register: in read-only mode the write tools do not exist at all.
 
     ``schema_list`` is None without TEAM_VAULT_SCHEMA_DIR; otherwise each schema adds its tool.
+    ``named`` and ``dropped`` are TEAM_VAULT_TOOLS: only the tools named (None: all), without those dropped;
+    ``upsert_*`` stands for every schema tool.
     """
     static = tuple(
         tool for tool in TOOLS if not (read_only and tool.writes) and not (tool.needs_schemas and schema_list is None)
     )
-    if read_only or not schema_list:
-        return static
-    return static + tuple(schemas.schema_tool(schema) for schema in schema_list)
+    made = () if read_only or not schema_list else tuple(schemas.schema_tool(schema) for schema in schema_list)
+    return tuple(tool for tool in static + made if _chosen(tool.name, named, dropped, schema_tool=tool in made))
+
+
+def _chosen(name: str, named: frozenset[str] | None, dropped: frozenset[str], *, schema_tool: bool) -> bool:
+    group = {name, SCHEMA_TOOLS} if schema_tool else {name}
+    return (named is None or bool(group & named)) and not group & dropped

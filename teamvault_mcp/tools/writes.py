@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError
 from teamvault_mcp.text.diff import shortened, unified_diff
-from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
+from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
@@ -150,10 +150,13 @@ def settle(
 # -- what a write's result says ---------------------------------------------------------------------------
 
 
-def result_with(result: dict[str, Any], verified: bool) -> ToolOutput:
+def result_with(result: dict[str, Any], verified: bool, said: str) -> ToolOutput:
+    """A write's result: ``said`` (what was done, with the new contentHash) as the text, ``result`` as the
+    structured content; a write settled by a check says so in both."""
     if verified:
         result.update(verified=True, note=VERIFIED)
-    return json_output(result)
+        said = f"{said} {VERIFIED}"
+    return ToolOutput(said, result)
 
 
 def mime_type_for(path: str) -> str:

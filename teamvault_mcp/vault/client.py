@@ -61,6 +61,7 @@ class VaultFile(NamedTuple):
     size: int | None  # the server sends a decimal string
     content_hash: str | None = None  # 64 lowercase hex digits, or None when the server gave no usable one
     mime_type: str | None = None
+    deleted_at: str | None = None  # set on a tombstone (listed with include_deleted)
 
     @classmethod
     def from_json(cls, raw: Any) -> VaultFile:
@@ -70,7 +71,7 @@ class VaultFile(NamedTuple):
         file_id, path = identifier(raw.get("id")), raw.get("path")
         if file_id is None or not isinstance(path, str) or not path:
             raise ValueError("a file record needs string 'id' and 'path'")
-        mime_type = raw.get("mimeType")
+        mime_type, deleted_at = raw.get("mimeType"), raw.get("deletedAt")
         return cls(
             id=file_id,
             path=path,
@@ -78,6 +79,7 @@ class VaultFile(NamedTuple):
             size=size_of(raw.get("size")),
             content_hash=content_hash(raw.get("contentHash")),
             mime_type=mime_type if isinstance(mime_type, str) else None,
+            deleted_at=deleted_at if isinstance(deleted_at, str) and deleted_at else None,
         )
 
 
@@ -176,9 +178,14 @@ class TeamVaultClient:
             raise self._unexpected("GET", "/api/projects", "no 'projects' list")
         return [project for project in map(project_record, projects) if project is not None]
 
-    def list_files(self, project_id: str, *, path: str | None = None, prefix: str | None = None) -> list[VaultFile]:
-        """Live files of a project; ``path`` selects at most one, ``prefix`` a subtree (server-side)."""
+    def list_files(
+        self, project_id: str, *, path: str | None = None, prefix: str | None = None, include_deleted: bool = False
+    ) -> list[VaultFile]:
+        """Live files of a project (and tombstones with ``include_deleted``); ``path`` selects at most one,
+        ``prefix`` a subtree (server-side)."""
         params = {key: value for key, value in (("path", path), ("prefix", prefix)) if value}
+        if include_deleted:
+            params["includeDeleted"] = "true"
         api_path = f"{_project(project_id)}/files"
         body = self._json("GET", api_path, params=params)
         records = body.get("files")
@@ -201,13 +208,13 @@ class TeamVaultClient:
             if isinstance(record, dict) and isinstance(record.get("path"), str) and record["path"]
         ]
 
-    def find_file(self, project_id: str, stored_path: str) -> VaultFile | None:
-        """The live file at ``stored_path`` (already in stored form), or None."""
+    def find_file(self, project_id: str, stored_path: str, *, include_deleted: bool = False) -> VaultFile | None:
+        """The live file at ``stored_path`` (already in stored form), or None; with ``include_deleted``, the
+        tombstone there if there is no live file."""
         # An old server may ignore `path=` and list everything: match exactly on our side.
-        for file in self.list_files(project_id, path=stored_path):
-            if file.path == stored_path:
-                return file
-        return None
+        listed = self.list_files(project_id, path=stored_path, include_deleted=include_deleted)
+        matching = [file for file in listed if file.path == stored_path]
+        return next((file for file in matching if file.deleted_at is None), matching[0] if matching else None)
 
     def download(self, project_id: str, file_id: str) -> bytes:
         return self._request("GET", _file(project_id, file_id)).body
@@ -221,6 +228,7 @@ class TeamVaultClient:
             write=True,
             data={"path": path},
             files={"file": (filename, content, mime_type)},
+            about={"path": path},
         )
 
     def replace_content(
@@ -248,6 +256,7 @@ class TeamVaultClient:
             write=True,
             data=json.dumps({"newPath": new_path}).encode(),
             headers={"Content-Type": "application/json", **_if_match(if_match)},
+            about={"newPath": new_path},
         ).get("file")
         if not isinstance(moved, dict):
             raise self._unexpected("PATCH", api_path, "no 'file' object")
@@ -295,6 +304,7 @@ class TeamVaultClient:
         headers: Mapping[str, str] | None = None,
         data: Any = None,
         files: Any = None,
+        about: Mapping[str, str] | None = None,
     ) -> Answer:
         shown_path = _with_query(api_path, params)
         all_headers = {"X-API-Key": self._api_key, "Accept": "application/json", **(headers or {})}
@@ -323,7 +333,7 @@ class TeamVaultClient:
                 raise
             self._log_attempt(method, shown_path, str(answer.status), started, number, write)
             if answer.status >= 300:
-                raise self._status_error(method, shown_path, answer)
+                raise self._status_error(method, shown_path, answer, about)
             return answer
 
         result = run_with_retries(
@@ -350,8 +360,11 @@ class TeamVaultClient:
             ms = (time.perf_counter() - started) * 1000
             log.debug("%s %s → %s in %.1f ms (attempt %d)%s", method, path, outcome, ms, number, key)
 
-    def _status_error(self, method: str, api_path: str, answer: Answer) -> HTTPStatusError:
-        """The error for an error answer: the envelope's code, and what the server said without the API key."""
+    def _status_error(
+        self, method: str, api_path: str, answer: Answer, about: Mapping[str, str] | None = None
+    ) -> HTTPStatusError:
+        """The error for an error answer: the envelope's code, what the server said without the API key, and
+        ``about`` the request (the paths it names, for the English text of the answer)."""
         code, said = server_words(answer.body, answer.headers.get("Content-Type", ""))
         detail = self._redactor.text(said)
         retry_after = parse_retry_after(answer.headers.get("Retry-After"), self._clock.wall())
@@ -365,7 +378,7 @@ class TeamVaultClient:
             location = printable(self._redactor.text(answer.headers.get("Location") or "?"))[:BODY_EXCERPT_CHARS]
             detail = ""  # a redirect's body is a page for browsers
         return HTTPStatusError(
-            method, api_path, answer.status, detail, code=code, retry_after=retry_after, location=location
+            method, api_path, answer.status, detail, code=code, retry_after=retry_after, location=location, about=about
         )
 
     def _unexpected(self, method: str, api_path: str, problem: str) -> UnexpectedAnswerError:

@@ -51,6 +51,18 @@ class Session:
         result = await self.client.call_tool(tool, arguments)
         return result.content[0].text, result.is_error, result.structured_content
 
+    async def texts(self, tool: str, **arguments: Any) -> tuple[str, bool]:
+        """What a text-only host shows the model: every text block, joined by blank lines, and the error flag;
+        never ``structuredContent``."""
+        result = await self.client.call_tool(tool, arguments)
+        return "\n\n".join(block.text for block in result.content if block.type == "text"), result.is_error
+
+    async def text_ok(self, tool: str, **arguments: Any) -> str:
+        """The joined text blocks of a call that must succeed (see :meth:`texts`)."""
+        text, is_error = await self.texts(tool, **arguments)
+        assert not is_error, text
+        return text
+
     async def ok(self, tool: str, **arguments: Any) -> Any:
         """The structured content of a call that must succeed."""
         text, is_error, structured = await self.call(tool, **arguments)
