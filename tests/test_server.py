@@ -44,6 +44,12 @@ READ_TOOLS = {
     "diff_note_versions",
     "search_notes",
     "find_notes",
+    "query_notes",
+    "list_tags",
+    "list_tasks",
+    "note_links",
+    "broken_links",
+    "recent_changes",
 }
 
 

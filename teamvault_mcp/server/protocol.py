@@ -39,6 +39,9 @@ it with write_note, and check the diff it returns. A conflict means someone chan
 list_note_versions, diff_note_versions and restore_note_version look back and undo; nothing is ever lost.
 - Properties (the YAML front matter at a note's top): read_frontmatter(path), and \
 update_frontmatter(path, set={...}, remove=[...]) to change fields; never rewrite the YAML by hand.
+- The vault's structure: query_notes(where={"status": "active"}) finds notes by properties, list_tags and \
+list_tags(tag=...) by tag, list_tasks the open checkboxes, note_links(path) what links to a note and where its \
+links go, broken_links links to nothing, recent_changes(since="24h") what colleagues changed and who.
 - After an error that says a change may or may not have been applied, check with read_note or list_notes \
 before calling again: a blind retry could apply the change twice."""
 

@@ -1,0 +1,114 @@
+"""The link, tag, property, task and change tools on a 5,000-note vault, over stdio: cold, then warm.
+
+A local vault (in this process, on loopback) is seeded with the generated vault of
+``links_bench.py``: 5,000 notes of ~4 KB with front matter (status, due, tags, a link),
+wikilinks, Markdown links, embeds, inline tags, code and checkbox tasks; 30 notes link to
+``people/person-0.md`` in every syntax. ``teamvault-mcp`` runs as a real stdio child with a
+fresh cache directory. Measured from the client:
+
+- cold: the first call of each tool (the first one downloads every note; each reads the part
+  of the notes it needs for the first time: links, tags, tasks, front matter);
+- warm: the median of 20 calls of each, the vault unchanged;
+- one note changed by a colleague: the next call of each (that note is read and parsed again);
+- the requests each warm call sends (counted at the vault), and the size of each answer's text.
+
+Goals (issue 17): note_links, list_tags, query_notes, list_tasks each <= 200 ms warm;
+recent_changes one request.
+
+    .venv/bin/python bench/graph_bench.py [--notes 5000] [--runs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from links_bench import vault as generated_vault
+from stdio_client import StdioHost
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.localvault.store import Change
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("note_links", {"path": "people/person-0.md"}),
+    ("list_tags", {}),
+    ("query_notes", {"where": {"status": "active", "due": {"gte": "2024-06-01"}}, "sort": "-due", "limit": 20}),
+    ("list_tasks", {"limit": 50}),
+    ("broken_links", {"prefix": "people/", "limit": 20}),
+    ("recent_changes", {"since": "1h", "limit": 20}),
+]
+
+
+def seed(vault: LocalVault, notes: dict[str, str]) -> None:
+    owner = vault.store.owner_of(vault.project_id)
+    with vault.store.write() as db:
+        change = Change(db, vault.project_id, owner)
+        for path, text in notes.items():
+            vault.store.create(change, path, text.encode(), None)
+
+
+def colleague_edits(vault: LocalVault, path: str, text: str) -> None:
+    store, project = vault.store, vault.project_id
+    colleague = store.add_user(f"colleague-{time.time_ns()}@x", "Colleague")
+    file = store.list_files(project, path=path, prefix=None, include_deleted=False)[0]
+    with store.write() as db:
+        store.replace(Change(db, project, colleague), file.id, text.encode())
+
+
+def call(host: StdioHost, vault: LocalVault, tool: str, arguments: dict[str, Any]) -> tuple[float, int, int]:
+    """Seconds, requests the vault saw, and characters of the answer's text."""
+    seen = len(vault.faults.seen)
+    started = time.perf_counter()
+    answer = host.call_tool(tool, arguments)
+    elapsed = time.perf_counter() - started
+    text = answer["result"]["content"][0]["text"]
+    return elapsed, len(vault.faults.seen) - seen, len(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--notes", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=20)
+    options = parser.parse_args()
+    print(f"command: {sys.executable} {' '.join(sys.argv)}   (cores: {os.cpu_count()})")
+    notes = generated_vault(options.notes)
+    with tempfile.TemporaryDirectory() as work, LocalVault(Path(work) / "vault") as vault:
+        started = time.perf_counter()
+        seed(vault, notes)
+        print(f"{len(notes):,} notes seeded in {time.perf_counter() - started:.1f} s")
+        env = {
+            "TEAM_VAULT_URL": vault.url,
+            "TEAM_VAULT_API_KEY": vault.api_key,
+            "TEAM_VAULT_PROJECT_ID": vault.project_id,
+            "TEAM_VAULT_CACHE_DIR": str(Path(work) / "cache"),
+            "TEAM_VAULT_CALL_BUDGET": "600",
+        }
+        host = StdioHost([sys.executable, "-m", "teamvault_mcp"], env)
+        host.initialize()
+        cold = {tool: call(host, vault, tool, arguments) for tool, arguments in CALLS}
+        warm: dict[str, list[tuple[float, int, int]]] = {tool: [] for tool, _ in CALLS}
+        for _ in range(options.runs):
+            for tool, arguments in CALLS:
+                warm[tool].append(call(host, vault, tool, arguments))
+        changed = "projects/note-1.md"
+        colleague_edits(vault, changed, notes[changed] + "\n- [ ] a new task, #new-tag, [[person-0]]\n")
+        after_edit = {tool: call(host, vault, tool, arguments) for tool, arguments in CALLS}
+        host.close()
+    print(f"\n{'tool':<15} {'cold':>9} {'warm (median)':>14} {'after 1 edit':>13} {'requests':>9} {'text':>9}")
+    for tool, _ in CALLS:
+        median = statistics.median(run[0] for run in warm[tool])
+        requests = max(run[1] for run in warm[tool])
+        print(
+            f"{tool:<15} {cold[tool][0] * 1000:7.0f} ms {median * 1000:11.1f} ms {after_edit[tool][0] * 1000:10.1f} ms "
+            f"{requests:>9} {warm[tool][0][2]:>8,}c"
+        )
+
+
+if __name__ == "__main__":
+    main()
