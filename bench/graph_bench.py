@@ -6,8 +6,9 @@ wikilinks, Markdown links, embeds, inline tags, code and checkbox tasks; 30 note
 ``people/person-0.md`` in every syntax. ``teamvault-mcp`` runs as a real stdio child with a
 fresh cache directory. Measured from the client:
 
-- cold: the first call of each tool (the first one downloads every note; each reads the part
-  of the notes it needs for the first time: links, tags, tasks, front matter);
+- first, a search_notes: it downloads every note (and the resident memory is taken then);
+- cold: the first call of each tool: the notes are at hand, and each tool parses the part of
+  them it needs for the first time (links, tags, tasks, front matter);
 - warm: the median of 20 calls of each, the vault unchanged;
 - one note changed by a colleague: the next call of each (that note is read and parsed again);
 - the requests each warm call sends (counted at the vault), and the size of each answer's text.
@@ -71,6 +72,14 @@ def call(host: StdioHost, vault: LocalVault, tool: str, arguments: dict[str, Any
     return elapsed, len(vault.faults.seen) - seen, len(text)
 
 
+def resident_mib(pid: int) -> float:
+    """The process's resident set (Linux), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=int, default=5000)
@@ -91,6 +100,8 @@ def main() -> None:
         }
         host = StdioHost([sys.executable, "-m", "teamvault_mcp"], env)
         host.initialize()
+        search = call(host, vault, "search_notes", {"query": "budget review"})
+        searched_rss = resident_mib(host.process.pid)
         cold = {tool: call(host, vault, tool, arguments) for tool, arguments in CALLS}
         warm: dict[str, list[tuple[float, int, int]]] = {tool: [] for tool, _ in CALLS}
         for _ in range(options.runs):
@@ -99,7 +110,12 @@ def main() -> None:
         changed = "projects/note-1.md"
         colleague_edits(vault, changed, notes[changed] + "\n- [ ] a new task, #new-tag, [[person-0]]\n")
         after_edit = {tool: call(host, vault, tool, arguments) for tool, arguments in CALLS}
+        rss = resident_mib(host.process.pid)
         host.close()
+    print(
+        f"first search_notes (downloads every note): {search[0]:.1f} s, {search[1]:,} requests; the server's resident "
+        f"memory then: {searched_rss:.0f} MiB"
+    )
     print(f"\n{'tool':<15} {'cold':>9} {'warm (median)':>14} {'after 1 edit':>13} {'requests':>9} {'text':>9}")
     for tool, _ in CALLS:
         median = statistics.median(run[0] for run in warm[tool])
@@ -108,6 +124,7 @@ def main() -> None:
             f"{tool:<15} {cold[tool][0] * 1000:7.0f} ms {median * 1000:11.1f} ms {after_edit[tool][0] * 1000:10.1f} ms "
             f"{requests:>9} {warm[tool][0][2]:>8,}c"
         )
+    print(f"the server's resident memory after all of it: {rss:.0f} MiB (after the search alone: {searched_rss:.0f})")
 
 
 if __name__ == "__main__":
