@@ -42,6 +42,7 @@ FAMILIES += ("tools.graph", "tools.changes")
 #: What the families share: it imports no family (nor the table that collects them).
 SHARED_TOOLS = ("tools.kinds", "tools.spec", "tools.context", "tools.registry")
 SHARED_TOOLS += ("tools.writes", "tools.no_lost_updates", "tools.versions", "tools.gathering", "tools.indexing")
+SHARED_TOOLS += ("tools.relinking",)
 #: Third-party packages only some folders may import.
 ONLY_IN = {"mcp": ("server",), "pydantic": ("server",), "pydantic_core": ("server",)}
 ONLY_IN |= {"requests": ("vault",), "urllib3": ("vault",)}

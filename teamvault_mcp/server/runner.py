@@ -290,6 +290,7 @@ class ToolRunner:
             schemas=self.schemas,
             note_index=self.note_index,
             key_user=self.key_user,
+            write_prefixes_for=self.config.write_prefixes_for,
         )
         error: TeamVaultError | None = None
         try:

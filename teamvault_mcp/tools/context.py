@@ -62,6 +62,8 @@ class ToolContext:
     note_index: NoteIndex | None = None
     #: The key's own user, asked once per session (None: asked by each call that needs it).
     key_user: KeyUser | None = None
+    #: The folders write tools may touch in a project (None: not fenced); a write of other notes checks it.
+    write_prefixes_for: Callable[[str | None], tuple[str, ...] | None] | None = None
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id

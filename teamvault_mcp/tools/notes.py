@@ -24,6 +24,7 @@ from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema, write_content, written_result
+from teamvault_mcp.tools.relinking import LINKS_SCHEMA, dry_run, update_links
 from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, NULLABLE_STRING, STRING, Tool, list_schema, object_schema
 from teamvault_mcp.tools.versions import describe
 from teamvault_mcp.tools.writes import expect, mime_type_for, result_with, settle, settle_content
@@ -128,6 +129,9 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     path, file = ctx.existing(project_id, args["path"])
     expected = args.get("expectedHash")
     expect(ctx, project_id, path, file, expected)
+    relink = args.get("updateLinks", True)
+    if args.get("dryRun"):
+        return dry_run(ctx, project_id, path, file, new_path, relink)
     ctx.facts.update(hashBefore=file.content_hash, hashAfter=file.content_hash)
     verified = False
     try:
@@ -146,7 +150,8 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         verified = ctx.facts["verified"] = True
     if expected is not None and not ctx.client.conditional:
         _undo_move_if_changed(ctx, project_id, file, path, new_path, expected)
-    return result_with({"id": file.id, "path": new_path}, verified)
+    moved = result_with({"id": file.id, "path": new_path}, verified)
+    return update_links(ctx, project_id, path, new_path, moved) if relink else moved
 
 
 def _undo_move_if_changed(
@@ -352,19 +357,21 @@ TOOLS: tuple[Tool, ...] = (
         title="Move or rename note",
         description=(
             "Move or rename a note within the project; it keeps its id and version history. Fails if a "
-            "note already exists at newPath. Links in other notes are not rewritten."
+            "note already exists at newPath. Links to it in other notes are rewritten so they still resolve."
         ),
         params=(
             Param("path", "Current vault path of the note, e.g. 'inbox/idea.md'."),
             Param("newPath", "New vault path, e.g. 'projects/idea.md'. Missing folders are created implicitly."),
             EXPECTED_HASH,
+            Param("updateLinks", "false: leave links to it as they are (default true).", kind="flag", required=False),
+            Param("dryRun", "true: list the links that would change, write nothing.", kind="flag", required=False),
         ),
         handler=move_note,
         writes=True,
         path_params=("path", "newPath"),
         destructive=False,  # nothing is lost; moving back restores the old state
         idempotent=False,  # a repeat could move another note that has appeared at the old path
-        output_schema=object_schema({"id": STRING, "path": STRING}, ["id", "path"]),
+        output_schema=object_schema({"id": STRING, "path": STRING, "links": LINKS_SCHEMA}, ["id", "path"]),
     ),
     Tool(
         name="delete_note",
