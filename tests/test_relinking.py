@@ -143,12 +143,20 @@ async def test_a_dry_run_lists_each_link_that_would_change_and_writes_nothing(va
     assert vault.writes_sent() == []
     assert snapshot(vault) == contents
     lines = text.splitlines()
-    assert lines[0] == "Dry run: nothing was written. people/ada.md would move to team/ada-lovelace.md."
-    assert lines[1] == "14 links in 3 notes would be rewritten (note:line  link → new link):"
-    assert 'people/grace.md:2  "[[ada]]" → "[[ada-lovelace]]"' in lines
-    assert "people/grace.md:8  [her](ada.md#Bio) → [her](../team/ada-lovelace.md#Bio)" in lines
-    assert "projects/plan.md:6  [[ada\\|Ada]] → [[ada-lovelace\\|Ada]]" in lines
-    assert "team/ada-lovelace.md:8  [[./grace|Grace]] → [[../people/grace|Grace]]" in lines
+    assert lines[:6] == [
+        "Dry run: nothing was written. people/ada.md would move to team/ada-lovelace.md.",
+        "14 links in 3 notes would be rewritten.",
+        "Where (note:lines):",
+        "people/grace.md:2,7,8",
+        "projects/plan.md:3,6",
+        "team/ada-lovelace.md:8",
+    ]
+    assert lines[6] == "What (link → new link):"
+    assert lines[7] == "[[ada]] → [[ada-lovelace]]  ×2"  # the most frequent first
+    assert '"[[ada]]" → "[[ada-lovelace]]"' in lines  # the front matter link, in its quotes
+    assert "[her](ada.md#Bio) → [her](../team/ada-lovelace.md#Bio)" in lines
+    assert "[[ada\\|Ada]] → [[ada-lovelace\\|Ada]]" in lines
+    assert "[and 1 more rewrite; the lines above show where]" in lines  # 13 distinct, 12 shown
     assert lines[-1] == "To do it: the same move_note call without dryRun."
     assert result["dryRun"] is True
     assert [entry["path"] for entry in result["links"]["updated"]] == [

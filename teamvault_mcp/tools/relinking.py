@@ -18,6 +18,7 @@ move (or one before, for a dry run) is all ``move_note`` needs.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkGraph
     from teamvault_mcp.vault.client import VaultFile
 
-#: Lines a dry run shows; notes an answer names one by one.
+#: Notes an answer names one by one; distinct link rewrites a dry run shows.
 MAX_SHOWN = 100
+MAX_REWRITES = 12
 #: A link shown in an answer is cut to about this many characters.
 LINK_CHARS = 80
 
@@ -184,19 +186,26 @@ def dry_run(
         lines.append("updateLinks=false: no link would be changed.")
         return ToolOutput("\n".join(lines), result)
     plan = plan_relinks(ctx, project_id, path, new_path, moved=False)
-    changes = [(note.path, change) for note in plan.notes for change in note.changes]
+    changes = [change for note in plan.notes for change in note.changes]
     result["links"] = {
         "updated": [{"path": note.path, "links": len(note.changes)} for note in plan.notes],
         "notUpdated": [{"path": where, "why": why, "retry": retry} for where, why, retry in plan.refused],
     }
-    lines.append(
-        f"{_count(len(changes), 'link')} in {_count(len(plan.notes), 'note')} would be rewritten"
-        f"{' (note:line  link → new link)' if changes else ''}{':' if changes else '.'}"
-    )
-    lines += [f"{where}:{change.line}  {_short(_old(change))} → {_short(change.new)}" for where, change in changes]
-    del lines[2 + MAX_SHOWN :]
-    if len(changes) > MAX_SHOWN:
-        lines.append(f"[Cut: {MAX_SHOWN} of {len(changes):,} links shown.]")
+    lines.append(f"{_count(len(changes), 'link')} in {_count(len(plan.notes), 'note')} would be rewritten.")
+    if changes:  # where (one line a note), then what: each distinct rewrite once, the most frequent first
+        lines.append("Where (note:lines):")
+        lines += [
+            f"{note.path}:{','.join(str(line) for line in sorted({c.line for c in note.changes}))}"
+            for note in plan.notes[:MAX_SHOWN]
+        ]
+        if len(plan.notes) > MAX_SHOWN:
+            lines.append(f"[Cut: {MAX_SHOWN} of {len(plan.notes):,} notes shown; all are in the structured result.]")
+        rewrites = Counter((_old(change), change.new) for change in changes)
+        lines.append("What (link → new link):")
+        for (old, new), times in rewrites.most_common(MAX_REWRITES):
+            lines.append(f"{_short(old)} → {_short(new)}{f'  ×{times}' if times > 1 else ''}")
+        if len(rewrites) > MAX_REWRITES:
+            lines.append(f"[and {_count(len(rewrites) - MAX_REWRITES, 'more rewrite')}; the lines above show where]")
     lines += _told(plan, would=True)
     lines.append("To do it: the same move_note call without dryRun.")
     return ToolOutput("\n".join(lines), result)
