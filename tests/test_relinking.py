@@ -222,6 +222,8 @@ async def test_old_calls_keep_working_and_update_links_false_touches_no_other_no
     plain = await vault.ok("move_note", path="other.md", newPath="archive/other.md")
     assert plain["id"] == vault.file_id("archive/other.md")
     assert plain["links"] == {"updated": [], "notUpdated": []}
+    text = await vault.ok_text("move_note", path="archive/other.md", newPath="other.md")
+    assert text.endswith("\nLinks: none to change (no link resolved to the note, or each still does).")
 
 
 async def test_links_that_will_resolve_to_the_moved_note_are_left_and_told(tmp_path: Path) -> None:
@@ -231,3 +233,19 @@ async def test_links_that_will_resolve_to_the_moved_note_are_left_and_told(tmp_p
         text = await session.ok_text("move_note", path="people/ada.md", newPath="people/lovelace.md")
         assert "[1 link that pointed elsewhere will resolve to the moved note, e.g. notes/x.md:1 [[lovelace]]" in text
         assert session.text("notes/x.md") == "Broken so far: [[lovelace]].\n"
+
+
+async def test_a_listing_that_fails_after_the_move_reports_the_move_done_and_the_links_left(vault: Session) -> None:
+    def listing_fails() -> None:  # from the move on, the vault answers no listing
+        vault.vault.faults.add("GET", "/api/projects/*/files", Fault.answer(400), times=50)
+
+    vault.vault.faults.add("PATCH", f"{FILE}*", Fault.first(listing_fails))
+    text, is_error, result = await vault.call("move_note", path="people/ada.md", newPath="team/ada-lovelace.md")
+    vault.vault.faults.clear()
+    assert not is_error, text
+    assert result["path"] == "team/ada-lovelace.md"
+    assert vault.text("team/ada-lovelace.md") == ADA  # moved
+    assert vault.text("people/grace.md") == GRACE  # and nothing else written
+    assert result["links"]["problem"].startswith("The move is done, but the links to it were not updated: ")
+    assert "Links: NOT updated. The move is done" in text
+    assert "broken_links() lists the links left pointing at people/ada.md" in text

@@ -41,7 +41,8 @@ list_note_versions, diff_note_versions and restore_note_version look back and un
 update_frontmatter(path, set={...}, remove=[...]) to change fields; never rewrite the YAML by hand.
 - The vault's structure: query_notes(where={"status": "active"}) finds notes by properties, list_tags and \
 list_tags(tag=...) by tag, list_tasks the open checkboxes, note_links(path) what links to a note and where its \
-links go, broken_links links to nothing, recent_changes(since="24h") what colleagues changed and who.
+links go, broken_links links to nothing, recent_changes(since="24h") what colleagues changed and who. \
+move_note rewrites the links to a note it renames (dryRun=true first shows which); never fix them by hand.
 - After an error that says a change may or may not have been applied, check with read_note or list_notes \
 before calling again: a blind retry could apply the change twice."""
 

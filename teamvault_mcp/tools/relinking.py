@@ -59,6 +59,7 @@ LINKS_SCHEMA = object_schema(
             "type": "array",
             "items": object_schema({"path": STRING, "why": STRING, "retry": STRING}, ["path", "why", "retry"]),
         },
+        "problem": STRING,
     },
     ["updated", "notUpdated"],
 )
@@ -120,7 +121,8 @@ def plan_relinks(ctx: ToolContext, project_id: str, old_path: str, new_path: str
         text = texts.get(source)
         path = new_path if source == old_path else source
         if text is None:
-            plan.refused.append((path, "it could not be read in time", "broken_links() finds its links afterwards"))
+            why = "it could not be read (a download failed, or the call's time ran out)"
+            plan.refused.append((path, why, "broken_links() finds its links afterwards"))
             continue
         try:
             relinked = rewrite_note_links(text, source, old_path, new_path, graph.vault)
@@ -213,7 +215,17 @@ def dry_run(
 
 def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str, moved: ToolOutput) -> ToolOutput:
     """``moved`` (move_note's result) with every link to the moved note kept right, note by note, and what was not."""
-    plan = plan_relinks(ctx, project_id, old_path, new_path, moved=True)
+    try:
+        plan = plan_relinks(ctx, project_id, old_path, new_path, moved=True)
+    except CallCancelledError:
+        raise
+    except TeamVaultError as error:  # the move is done: say so, and how to find the links left behind
+        problem = (
+            f"The move is done, but the links to it were not updated: {_short(str(error), 240)} broken_links() "
+            f"lists the links left pointing at {old_path}; fix them with edit_note."
+        )
+        links = {"updated": [], "notUpdated": [], "problem": problem}
+        return ToolOutput(f"{moved.text}\nLinks: NOT updated. {problem}", {**(moved.structured or {}), "links": links})
     updated: list[dict[str, Any]] = []
     refused = list(plan.refused)
     for note in plan.notes:
@@ -243,8 +255,12 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
     links = {"updated": updated, "notUpdated": [{"path": p, "why": w, "retry": r} for p, w, r in refused]}
     structured = {**(moved.structured or {}), "links": links}
     count = sum(entry["links"] for entry in updated)
-    lines = [moved.text, f"Links: {_count(count, 'link')} in {_count(len(updated), 'note')} updated to {new_path}"]
-    lines[-1] += ":" if updated else "."
+    if updated or refused:
+        headline = f"Links: {_count(count, 'link')} in {_count(len(updated), 'note')} updated to {new_path}"
+        headline += ":" if updated else "."
+    else:
+        headline = "Links: none to change (no link resolved to the note, or each still does)."
+    lines = [moved.text, headline]
     lines += [f"{entry['path']} ({entry['links']})" for entry in updated[:MAX_SHOWN]]
     if len(updated) > MAX_SHOWN:
         lines.append(f"[Cut: {MAX_SHOWN} of {len(updated):,} notes shown; all are in the structured result.]")
