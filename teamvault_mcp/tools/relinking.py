@@ -224,8 +224,8 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
             f"The move is done, but the links to it were not updated: {_short(str(error), 240)} broken_links() "
             f"lists the links left pointing at {old_path}; fix them with edit_note."
         )
-        links = {"updated": [], "notUpdated": [], "problem": problem}
-        return ToolOutput(f"{moved.text}\nLinks: NOT updated. {problem}", {**(moved.structured or {}), "links": links})
+        failed = {"updated": [], "notUpdated": [], "problem": problem}
+        return ToolOutput(f"{moved.text}\nLinks: NOT updated. {problem}", {**(moved.structured or {}), "links": failed})
     updated: list[dict[str, Any]] = []
     refused = list(plan.refused)
     for note in plan.notes:
@@ -252,7 +252,10 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
             continue
         ctx.remember(project_id, written.data)
         updated.append({"path": note.path, "links": len(note.changes), "contentHash": sha256_hex(written.data)})
-    links = {"updated": updated, "notUpdated": [{"path": p, "why": w, "retry": r} for p, w, r in refused]}
+    links: dict[str, Any] = {
+        "updated": updated,
+        "notUpdated": [{"path": p, "why": w, "retry": r} for p, w, r in refused],
+    }
     structured = {**(moved.structured or {}), "links": links}
     count = sum(entry["links"] for entry in updated)
     if updated or refused:
