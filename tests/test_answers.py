@@ -258,6 +258,7 @@ async def test_a_new_path_ending_in_a_slash_moves_into_that_folder_under_the_sam
         "path": "archive/ada.md",
         "previousPath": "people/ada.md",
         "contentHash": digest("# Ada\n\nOn call. See [[grace-hopper]].\n"),
+        "links": {"updated": [], "notUpdated": []},
     }
 
 

@@ -32,7 +32,7 @@ def test_initialize_and_tools_list_over_stdio(entry: str) -> None:
     listed = child.request(2, "tools/list")
     code, stderr = child.close()
     assert initialized["result"]["serverInfo"] == {"name": "team-vault", "version": __version__}
-    assert len(listed["result"]["tools"]) == 20
+    assert len(listed["result"]["tools"]) == 26
     assert code == 0
     assert API_KEY not in stderr
 

@@ -53,6 +53,12 @@ READ_TOOLS = {
     "diff_note_versions",
     "search_notes",
     "find_notes",
+    "query_notes",
+    "list_tags",
+    "list_tasks",
+    "note_links",
+    "broken_links",
+    "recent_changes",
 }
 
 
@@ -258,9 +264,19 @@ async def test_move_note(runner: ToolRunner, http_mock: responses.RequestsMock) 
         match=[matchers.json_params_matcher({"newPath": "projects/idea.md"})],
         json={"file": {"id": "f1", "path": "projects/idea.md"}},
     )
+    # Then the links to it: one listing, and the note itself (its own relative links), which has none.
+    text = b"# Idea\n"
+    moved = file_record("projects/idea.md", "f1", contentHash=hashlib.sha256(text).hexdigest(), size=str(len(text)))
+    http_mock.get(FILES, match=[matchers.query_param_matcher({})], json={"files": [moved]})
+    http_mock.get(f"{FILES}/f1", body=text)
     _, is_error, structured = await call(runner, "move_note", path="inbox/idea.md", newPath="projects\\idea.md")
     assert not is_error
-    assert structured == {"path": "projects/idea.md", "previousPath": "inbox/idea.md", "contentHash": "0" * 64}
+    assert structured == {
+        "path": "projects/idea.md",
+        "previousPath": "inbox/idea.md",
+        "contentHash": "0" * 64,
+        "links": {"updated": [], "notUpdated": []},
+    }
 
 
 async def test_move_note_refuses_a_bad_target_before_any_request(

@@ -102,6 +102,18 @@ AFTER: tuple[Clause, ...] = (
         "calling again: a blind retry could apply the change twice.",
     ),
 )
+STRUCTURE: tuple[Clause, ...] = (
+    (("query_notes",), '- The vault\'s structure: query_notes(where={"status": "active"}) finds notes by properties.'),
+    (("list_tags",), "list_tags, and list_tags(tag=...), by tag."),
+    (("list_tasks",), "list_tasks gives the open checkboxes."),
+    (("note_links",), "note_links(path): what links to a note and where its links go."),
+    (("broken_links",), "broken_links: links to nothing."),
+    (("recent_changes",), 'recent_changes(since="24h"): what colleagues changed, and who.'),
+    (
+        ("move_note",),
+        "move_note rewrites the links to a note it renames (dryRun=true first shows which); never fix them by hand.",
+    ),
+)
 
 
 def instructions_for(config: Config, tools: ToolSet, team_note: TeamNote | None = None) -> str:
@@ -116,6 +128,7 @@ def instructions_for(config: Config, tools: ToolSet, team_note: TeamNote | None 
         READ,
         WRITE if writes else (),
         PROPERTIES,
+        STRUCTURE,
         AFTER if writes else (),
     ]
     for bullet in bullets:

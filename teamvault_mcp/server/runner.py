@@ -36,11 +36,12 @@ from teamvault_mcp.errors import (
     WriteScopeError,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
+from teamvault_mcp.text.noteindex import NoteIndex
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
-from teamvault_mcp.tools.context import Progress, ToolContext, ToolOutput, ToolSet
+from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolOutput, ToolSet
 from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import tools_for
@@ -81,6 +82,8 @@ class ToolRunner:
         self._tools: tuple[int, dict[str, Tool]] = (-1, {})
         self._pool: HttpPool | None = None  # made by the first call (it loads `requests`)
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
+        self.note_index = NoteIndex()  # links, tags, tasks, front matter by content hash; the link graphs
+        self.key_user = KeyUser()
         self._caches = (
             ProjectCaches(
                 config.cache_dir,
@@ -299,6 +302,8 @@ class ToolRunner:
             schemas=self.schemas,
             write_prefixes=self.config.write_prefixes_for(args.get("projectId") or self.config.project_id),
             tools=self.tool_set(),
+            note_index=self.note_index,
+            key_user=self.key_user,
         )
         error: TeamVaultError | None = None
         try:

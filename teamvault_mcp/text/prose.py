@@ -52,11 +52,16 @@ _BACKTICKS = re.compile(r"`+")
 class NoteText:
     """One note's text, and what the models find in it: computed once, on first use."""
 
-    def __init__(self, text: str, path: str = "") -> None:
+    def __init__(
+        self, text: str, path: str = "", *, front_matter: tuple[dict[str, Any], str | None] | None = None
+    ) -> None:
+        """``front_matter``: what an earlier read of the same text gave (:attr:`front_matter_read`), not read again."""
         self.text = text
         self.path = path
         #: What the models found, by model (``links.py`` keeps its links here): each parses once.
         self.found: dict[str, Any] = {}
+        if front_matter is not None:
+            self.__dict__["_read_fields"] = front_matter  # the cached property's own slot
 
     @cached_property
     def split(self) -> frontmatter.Split:
@@ -93,6 +98,12 @@ class NoteText:
     def front_matter_problem(self) -> str | None:
         """Why the front matter gives no fields, when it is there but cannot be read."""
         return self._read_fields[1]
+
+    @property
+    def front_matter_read(self) -> tuple[dict[str, Any], str | None] | None:
+        """(fields, problem) if the front matter has been read by now, else None: to hand on to a later NoteText."""
+        read: tuple[dict[str, Any], str | None] | None = self.__dict__.get("_read_fields")
+        return read
 
     @cached_property
     def line_starts(self) -> list[int]:

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from teamvault_mcp.text.links import parse_links
@@ -62,7 +63,17 @@ class NoteTags:
 
     def levels(self) -> set[str]:
         """Every tag of the note, case folded, each nested tag at each level."""
-        return {level for tag in self.tags for level in tag_levels(tag.key)}
+        return set(self.spellings)
+
+    @cached_property
+    def spellings(self) -> dict[str, str]:
+        """Each tag of the note at each level, case folded → its first spelling in the note (worked out once:
+        an index keeps a note's tags, and counts them on every call)."""
+        seen: dict[str, str] = {}
+        for tag in self.tags:
+            for level in tag_levels(tag.name):
+                seen.setdefault(tag_key(level), level)
+        return seen
 
 
 @dataclass(frozen=True)
@@ -140,13 +151,13 @@ def count_tags(notes: Iterable[NoteTags]) -> list[TagCount]:
     counts: Counter[str] = Counter()
     spellings: dict[str, Counter[str]] = {}
     for tags in notes:
-        seen: dict[str, str] = {}
-        for tag in tags.tags:
-            for level in tag_levels(tag.name):
-                seen.setdefault(tag_key(level), level)
+        seen = tags.spellings
+        counts.update(seen.keys())
         for key, spelling in seen.items():
-            counts[key] += 1
-            spellings.setdefault(key, Counter())[spelling] += 1
+            if key in spellings:
+                spellings[key][spelling] += 1
+            else:
+                spellings[key] = Counter((spelling,))
     shown = {key: min(spelling.items(), key=lambda item: (-item[1], item[0]))[0] for key, spelling in spellings.items()}
     return [
         TagCount(key, shown[key], count) for key, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
@@ -156,7 +167,7 @@ def count_tags(notes: Iterable[NoteTags]) -> list[TagCount]:
 def carries(tags: NoteTags, tag: str) -> bool:
     """Whether the note carries ``tag`` (``#`` optional, any case) or a tag nested under it."""
     wanted = tag_key(tag.strip().removeprefix("#"))
-    return wanted in tags.levels()
+    return wanted in tags.spellings
 
 
 def _scalar_text(value: Any) -> str:

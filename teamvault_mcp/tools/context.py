@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.missing import Listings, Revival, not_found
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
+    from teamvault_mcp.text.noteindex import NoteIndex
     from teamvault_mcp.text.search import SearchIndex
     from teamvault_mcp.tools.registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
@@ -91,6 +93,10 @@ class ToolContext:
     tools: ToolSet = field(default_factory=lambda: ToolSet(frozenset()))
     #: The listings made to explain a missing note (one per project and call, shared by a batch's threads).
     listings: Listings = field(default_factory=Listings)
+    #: The notes' links, tags, tasks and front matter, parsed once per content (None: a fresh one per call).
+    note_index: NoteIndex | None = None
+    #: The key's own user, asked once per session (None: asked by each call that needs it).
+    key_user: KeyUser | None = None
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id
@@ -152,6 +158,23 @@ class ToolContext:
         cache = self.cache_for(project_id) if self.cache_for is not None else None
         if cache is not None:
             cache.put(sha256_hex(data), data)
+
+
+class KeyUser:
+    """The user the API key belongs to: one ``whoami`` for the whole session, kept once it has answered."""
+
+    def __init__(self) -> None:
+        self._user: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, client: TeamVaultClient) -> dict[str, Any]:
+        with self._lock:
+            if self._user is not None:
+                return self._user
+        user = client.whoami()  # not under the lock: a request; two first calls at once both ask, harmlessly
+        with self._lock:
+            self._user = user
+        return user
 
 
 @dataclass(frozen=True)

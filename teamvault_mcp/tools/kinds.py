@@ -44,6 +44,8 @@ Kind = Literal[
     "edits",
     "fields",
     "keys",
+    "order",
+    "when",
 ]
 
 
@@ -179,6 +181,20 @@ def _check_keys(param: Param, value: Any) -> list[str]:
     if any(not item.strip() for item in items):
         raise ToolInputError(f"Argument '{param.name}' holds an empty name.")
     return items
+
+
+def _check_order(param: Param, value: Any) -> str | list[str]:
+    if isinstance(value, str):
+        return check_string(param, value, _argument(param), NONEMPTY)
+    items: list[str] = _KEY_LIST.check(param, value)
+    if any(not item.strip() for item in items):
+        raise ToolInputError(f"Argument '{param.name}' holds an empty name.")
+    return items
+
+
+def read_order(name: str, text: str) -> Any:
+    """A JSON array of names, or the text itself (one name)."""
+    return read_json_array(name, text) if text.lstrip().startswith("[") else text
 
 
 def _edits_schema(param: Param) -> dict[str, Any]:
@@ -350,17 +366,19 @@ def read_toc(name: str, text: str) -> Any:
 
 
 #: Every kind of argument a tool can take: strings (``path`` and ``id`` non-empty, ``content`` up to 5 MiB,
-#: ``hash`` 64 hex digits, ``choice`` one of ``choices``), ``toc`` (heading names, or one string joining them
-#: with " > "; ``section`` the same, for edit_section's own wording), arrays (``paths`` 1–20 paths,
-#: ``edits`` 1–100 ``{oldText, newText, replaceAll?}``, ``keys`` 1–100 names), ``count`` (an integer from
-#: ``minimum`` to ``maximum``), ``version`` (a number or an id), ``flag`` (a boolean), ``fields`` (an object of
-#: at most 100 names and any JSON values).
+#: ``hash`` 64 hex digits, ``choice`` one of ``choices``, ``when`` a moment or a span back from now), ``toc``
+#: (heading names, or one string joining them with " > "; ``section`` the same, for edit_section's own wording),
+#: arrays (``paths`` 1–20 paths, ``edits`` 1–100 ``{oldText, newText, replaceAll?}``, ``keys`` 1–100 names),
+#: ``order`` (a name, or 1–100 of them: what to sort by), ``count`` (an integer from ``minimum`` to ``maximum``),
+#: ``version`` (a number or an id), ``flag`` (a boolean), ``fields`` (an object of at most 100 names and any
+#: JSON values).
 KINDS: dict[Kind, ArgumentKind] = {
     "path": _string_kind(NONEMPTY, example="inbox/todo.md"),
     "id": _string_kind(Strings(nonempty=True, max_chars=MAX_ID_CHARS)),
     "cursor": _string_kind(NONEMPTY),
     "query": _string_kind(NONEMPTY, example="'travel budget'"),
     "prefix": _string_kind(NAME),
+    "when": _string_kind(Strings(nonempty=True, max_chars=64), example="24h"),
     "content": _string_kind(CONTENT),
     "hash": ArgumentKind(lambda param: {"type": "string"}, _check_hash),
     "choice": ArgumentKind(lambda param: {"type": "string", "enum": list(param.choices)}, _check_choice),
@@ -375,6 +393,7 @@ KINDS: dict[Kind, ArgumentKind] = {
     "section": ArgumentKind(_toc_schema, _check_section, read_toc, "'[\"Tasks\"]'"),
     "paths": _list_kind(NONEMPTY, at_most=MAX_BATCH, counted="paths"),
     "keys": ArgumentKind(_KEY_LIST.schema, _check_keys, read_json_array),
+    "order": ArgumentKind(lambda param: {"type": ["string", "array"]}, _check_order, read_order, "-due"),
     "edits": ArgumentKind(
         _edits_schema, _check_edits, read_json_array, '\'[{"oldText": "- [ ] call", "newText": "- [x] call"}]\''
     ),

@@ -36,6 +36,7 @@ from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.missing import when_text
 from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema, write_content, written_result
+from teamvault_mcp.tools.relinking import LINKS_SCHEMA, dry_run, update_links
 from teamvault_mcp.tools.spec import (
     DRY_RUN,
     EXPECTED_HASH,
@@ -201,6 +202,9 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     ctx.facts["paths"] = [path, new_path]
     expected = args.get("expectedHash")
     expect(ctx, project_id, path, file, expected)
+    relink = args.get("updateLinks", True)
+    if args.get("dryRun"):
+        return dry_run(ctx, project_id, path, file, new_path, relink)
     ctx.facts.update(hashBefore=file.content_hash, hashAfter=file.content_hash)
     verified = False
     try:
@@ -226,12 +230,13 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         _undo_move_if_changed(ctx, project_id, file, path, new_path, expected)
     result = {"path": new_path, "previousPath": path, "contentHash": file.content_hash}
     said = f"Moved {path} to {new_path}{how}; its contentHash stays {file.content_hash}."
-    if ctx.tools.has("search_notes") and name_of(new_path) != name_of(path):
+    if not relink and ctx.tools.has("search_notes") and name_of(new_path) != name_of(path):
         said += (
             " Links to it in other notes are not changed; search_notes(query="
             f'{json.dumps(_links_to(path), ensure_ascii=False)}, mode="regex") finds them.'
         )
-    return result_with(result, verified, said)
+    moved = result_with(result, verified, said)
+    return update_links(ctx, project_id, path, new_path, moved) if relink else moved
 
 
 def _links_to(path: str) -> str:
@@ -459,10 +464,16 @@ TOOLS: tuple[Tool, ...] = (
         title="Move or rename note",
         description=(
             "Move or rename a note; it keeps its history. A newPath ending in '/', or naming a folder, moves it "
-            "into that folder under its name. Fails if a note, even a deleted one, holds newPath. Links in other "
-            "notes are not changed."
+            "into that folder under its name. Fails if a note, even a deleted one, holds newPath. Links to it in "
+            "other notes are rewritten so that they still resolve."
         ),
-        params=(NOTE_PATH, Param("newPath", "Where to, e.g. 'projects/idea.md' or 'archive/'."), EXPECTED_HASH),
+        params=(
+            NOTE_PATH,
+            Param("newPath", "Where to, e.g. 'projects/idea.md' or 'archive/'."),
+            EXPECTED_HASH,
+            Param("updateLinks", "false: leave links to it as they are.", kind="flag", required=False),
+            Param("dryRun", "List the links that would change; write nothing.", kind="flag", required=False),
+        ),
         handler=move_note,
         writes=True,
         path_params=("path", "newPath"),
@@ -470,7 +481,13 @@ TOOLS: tuple[Tool, ...] = (
         destructive=False,  # nothing is lost; moving back restores the old state
         idempotent=False,  # a repeat could move another note that has appeared at the old path
         output_schema=object_schema(
-            {"path": STRING, "previousPath": STRING, "contentHash": NULLABLE_STRING, "verified": {"type": "boolean"}},
+            {
+                "path": STRING,
+                "previousPath": STRING,
+                "contentHash": NULLABLE_STRING,
+                "verified": {"type": "boolean"},
+                "links": LINKS_SCHEMA,
+            },
             ["path", "previousPath"],
         ),
     ),

@@ -8,13 +8,10 @@ has, marked partial, saying how many notes it did not search.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +32,7 @@ from teamvault_mcp.text.search import (
     vocabulary,
 )
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.gathering import Gathered, gather
+from teamvault_mcp.tools.gathering import Gathered, gather, gc_paused
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import STRING, See, Tool, object_schema
 
@@ -245,39 +242,6 @@ def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) ->
             Candidate(file.path, entry, ranking.score(counts, len(entry.folded))) for file, entry, counts in counted
         ]
     return Scored(candidates, searched, holding)
-
-
-class _CollectorPause:
-    """Counts the searches that hold off the cyclic garbage collector; the last one out resumes it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.holders = 0
-        self.resume = False
-
-
-_collector = _CollectorPause()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hold off the cyclic garbage collector while a search scores notes (reference counting still frees).
-
-    Full collections walk every object, and the search index holds many: on a 10,000-note
-    vault they cost a third of a warm search. Nested and concurrent pauses are counted.
-    """
-    with _collector.lock:
-        if _collector.holders == 0:
-            _collector.resume = gc.isenabled()
-            gc.disable()
-        _collector.holders += 1
-    try:
-        yield
-    finally:
-        with _collector.lock:
-            _collector.holders -= 1
-            if _collector.holders == 0 and _collector.resume:
-                gc.enable()
 
 
 def _slow_lines_notice(slow: dict[str, int]) -> str:

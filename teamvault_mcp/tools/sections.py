@@ -191,7 +191,7 @@ TOOLS: tuple[Tool, ...] = (
         description=(
             "Write into a section, found by heading, without reading the note. mode append (default): at the "
             "section's end, subsections included, before the next heading of the same or a higher level; prepend: "
-            "under the heading; replace: its body. Blank lines follow the note. Returns the diff and contentHash."
+            "under the heading; replace: its body. Returns the diff and contentHash."
         ),
         params=(
             Param("path", "The note."),

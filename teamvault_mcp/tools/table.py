@@ -2,7 +2,8 @@
 
 Each family declares its tools next to its handlers; this is the only module that knows
 them all. :data:`ORDER` is the order agents see (and ``call --help``'s examples follow):
-who am I and where, then finding and reading, history, and the writes last.
+who am I and where, then finding (by text, name, properties, tags, tasks, links) and reading, what
+changed lately and history, and the writes last.
 """
 
 from __future__ import annotations
@@ -10,7 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from teamvault_mcp.text.schemas import Schema
-from teamvault_mcp.tools import frontmatter, history, notes, outline, reading, replacing, schemas, search, sections
+from teamvault_mcp.tools import (
+    changes,
+    frontmatter,
+    graph,
+    history,
+    notes,
+    outline,
+    reading,
+    replacing,
+    schemas,
+    search,
+    sections,
+)
 from teamvault_mcp.tools.spec import Tool
 
 ORDER = (
@@ -19,10 +32,16 @@ ORDER = (
     "list_notes",
     "search_notes",
     "find_notes",
+    "query_notes",
+    "list_tags",
+    "list_tasks",
+    "note_links",
+    "broken_links",
     "note_outline",
     "read_note",
     "read_notes",
     "read_frontmatter",
+    "recent_changes",
     "list_note_versions",
     "read_note_version",
     "diff_note_versions",
@@ -57,7 +76,9 @@ TOOLS = in_order(
         reading.TOOLS,
         outline.TOOLS,
         search.TOOLS,
+        graph.TOOLS,
         frontmatter.TOOLS,
+        changes.TOOLS,
         history.TOOLS,
         schemas.TOOLS,
         sections.TOOLS,

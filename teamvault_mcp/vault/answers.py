@@ -56,6 +56,15 @@ def identifier(value: Any) -> str | None:
     return None
 
 
+def timestamp(value: Any) -> str | None:
+    """A server's date-time (``createdAt``, ``updatedAt``, ``deletedAt``) as the string it sent; None if it is not a
+    short string. Read as a date only where one is needed: a listing holds thousands."""
+    return value if isinstance(value, str) and 0 < len(value) <= _TIMESTAMP_CHARS else None
+
+
+_TIMESTAMP_CHARS = 40
+
+
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 

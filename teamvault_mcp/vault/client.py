@@ -36,6 +36,7 @@ from teamvault_mcp.vault.answers import (
     project_record,
     server_words,
     size_of,
+    timestamp,
     user_record,
     version_record,
 )
@@ -53,6 +54,7 @@ class VaultFile(NamedTuple):
     """A file record from the server (the fields every endpoint returns; others are ignored).
 
     A named tuple, not a dataclass: a 20,000-note listing makes 20,000 of them per search.
+    The dates are the server's strings (ISO 8601, UTC), None where it sent none.
     """
 
     id: str
@@ -61,7 +63,10 @@ class VaultFile(NamedTuple):
     size: int | None  # the server sends a decimal string
     content_hash: str | None = None  # 64 lowercase hex digits, or None when the server gave no usable one
     mime_type: str | None = None
-    deleted_at: str | None = None  # set on a tombstone (listed with include_deleted)
+    created_at: str | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None  # set on a tombstone (listed only with include_deleted)
+    modified_by: str | None = None  # lastModifiedById: the user id of the last writer
 
     @classmethod
     def from_json(cls, raw: Any) -> VaultFile:
@@ -71,7 +76,7 @@ class VaultFile(NamedTuple):
         file_id, path = identifier(raw.get("id")), raw.get("path")
         if file_id is None or not isinstance(path, str) or not path:
             raise ValueError("a file record needs string 'id' and 'path'")
-        mime_type, deleted_at = raw.get("mimeType"), raw.get("deletedAt")
+        mime_type = raw.get("mimeType")
         return cls(
             id=file_id,
             path=path,
@@ -79,7 +84,10 @@ class VaultFile(NamedTuple):
             size=size_of(raw.get("size")),
             content_hash=content_hash(raw.get("contentHash")),
             mime_type=mime_type if isinstance(mime_type, str) else None,
-            deleted_at=deleted_at if isinstance(deleted_at, str) and deleted_at else None,
+            created_at=timestamp(raw.get("createdAt")),
+            updated_at=timestamp(raw.get("updatedAt")),
+            deleted_at=timestamp(raw.get("deletedAt")),
+            modified_by=identifier(raw.get("lastModifiedById")),
         )
 
 
@@ -154,6 +162,10 @@ class TeamVaultClient:
         """A random fraction from the call's clock (tests make it fixed)."""
         return self._clock.random()
 
+    def wall(self) -> float:
+        """Now, in seconds since the epoch, on the call's clock (tests set it)."""
+        return self._clock.wall()
+
     def __repr__(self) -> str:
         return f"TeamVaultClient({self._base_url!r})"
 
@@ -181,8 +193,8 @@ class TeamVaultClient:
     def list_files(
         self, project_id: str, *, path: str | None = None, prefix: str | None = None, include_deleted: bool = False
     ) -> list[VaultFile]:
-        """Live files of a project (and tombstones with ``include_deleted``); ``path`` selects at most one,
-        ``prefix`` a subtree (server-side)."""
+        """Live files of a project; ``path`` selects at most one, ``prefix`` a subtree (server-side);
+        ``include_deleted`` adds the tombstones (``deleted_at`` set)."""
         params = {key: value for key, value in (("path", path), ("prefix", prefix)) if value}
         if include_deleted:
             params["includeDeleted"] = "true"

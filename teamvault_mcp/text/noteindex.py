@@ -1,0 +1,291 @@
+"""What the link, tag, task and property tools know of each note, kept between calls. Pure, thread-safe.
+
+- :class:`NoteFacts`: one content's links, tags, tasks and front matter fields, each part
+  parsed the first time a tool needs it (``links.py``, ``tags.py``, ``tasks.py``, the front
+  matter through ``prose.py``), and never again: a part's parse is kept with the content.
+  Only the parts asked for are parsed, so ``list_tasks`` reads no YAML (about 1 ms a note),
+  and the YAML read for one part is handed on to the next.
+- :class:`FactsIndex`: the facts by content hash (a content's facts do not depend on its
+  path), bounded by an estimate of their size, least recently used first out. A changed
+  note has a new hash: it is parsed again, and nothing else is.
+- :class:`LinkGraph`: every note's links resolved against the vault's paths
+  (:class:`~teamvault_mcp.text.links.VaultPaths`), with the backlinks of each file. The next
+  graph reuses a note's resolved links while its content and the vault's paths are unchanged;
+  a new, moved or deleted file can change where any bare name resolves, so then every link
+  is resolved again (84,000 links: about 0.4 s).
+- :class:`NoteIndex`: the facts, and the last graph of each project, for a server's calls.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from teamvault_mcp.text.links import Link, VaultPaths, parse_links
+from teamvault_mcp.text.prose import NoteText
+from teamvault_mcp.text.tags import NoteTags, note_tags
+from teamvault_mcp.text.tasks import Task, note_tasks
+
+PARTS = ("links", "tags", "tasks", "fields")
+
+#: The facts kept in memory, by the estimate of :func:`_weight_of` (bytes of Python objects, roughly).
+FACTS_BYTES = 96 * 1024 * 1024
+
+#: Projects whose last link graph is kept.
+GRAPHS_KEPT = 4
+
+
+class LinkFact(NamedTuple):
+    """A link as the index keeps it: what resolution needs, and what an answer shows."""
+
+    target: str  # the path part, decoded; "" for a heading of the note itself
+    markdown: bool  # [text](path) rather than [[path]]: resolved relative to the note first
+    line: int  # 1-based
+    raw: str  # the link as written (a front matter link: its value)
+    column: int  # 1-based, where raw starts on its line
+
+    @classmethod
+    def of(cls, link: Link) -> LinkFact:
+        # Names and targets repeat across a vault (everyone links [[Ada]]): one string each.
+        return cls(sys.intern(link.target), link.syntax == "markdown", link.line, sys.intern(link.raw), link.column)
+
+
+class NoteFacts:
+    """One content's parts, each None until it is parsed; see the module docstring."""
+
+    __slots__ = ("front_matter", "links", "tags", "tasks", "weight")
+
+    def __init__(self) -> None:
+        self.links: tuple[LinkFact, ...] | None = None
+        self.tags: NoteTags | None = None
+        self.tasks: tuple[Task, ...] | None = None
+        #: (fields, why they could not be read): ({}, None) without front matter.
+        self.front_matter: tuple[dict[str, Any], str | None] | None = None
+        self.weight = 64
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return self.front_matter[0] if self.front_matter is not None else {}
+
+    def missing(self, parts: Collection[str]) -> list[str]:
+        return [part for part in parts if getattr(self, "front_matter" if part == "fields" else part) is None]
+
+    def parse(self, text: str, parts: Collection[str]) -> int:
+        """Parse ``parts`` of ``text`` (this content) that are not parsed yet; the weight they add."""
+        note = NoteText(text, front_matter=self.front_matter)
+        added = 0
+        if self.front_matter is None and ("fields" in parts or "tags" in parts):  # tags read its tags too
+            self.front_matter = (note.fields, note.front_matter_problem)
+            added += _weight_of(self.front_matter[0])
+        if "links" in parts and self.links is None:
+            self.links = tuple(LinkFact.of(link) for link in parse_links(note))
+            added += sum(120 + 2 * len(link.raw) for link in self.links)
+        if "tags" in parts and self.tags is None:
+            self.tags = note_tags(note)
+            added += sum(100 + len(tag.name) for tag in self.tags.tags)
+        if "tasks" in parts and self.tasks is None:
+            self.tasks = tuple(note_tasks(note))
+            added += sum(160 + len(task.text) for task in self.tasks)
+        if self.front_matter is None and note.front_matter_read is not None:  # the links read it for theirs
+            self.front_matter = note.front_matter_read
+            added += _weight_of(self.front_matter[0])
+        self.weight += added
+        return added
+
+
+def _weight_of(value: Any) -> int:
+    """About how many bytes ``value`` (JSON: front matter fields) takes as Python objects."""
+    if isinstance(value, str):
+        return 50 + len(value)
+    if isinstance(value, dict):
+        return 100 + sum(_weight_of(key) + _weight_of(item) for key, item in value.items())
+    if isinstance(value, list):
+        return 60 + sum(_weight_of(item) for item in value)
+    return 32
+
+
+class FactsIndex:
+    """:class:`NoteFacts` by content hash, within ``max_bytes`` (estimated); thread-safe."""
+
+    def __init__(self, max_bytes: int = FACTS_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, NoteFacts] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        #: Parts parsed since the index was made (one per content and part): how tests see what was re-read.
+        self.parsed = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def cached(self, content_hash: str, parts: Collection[str]) -> NoteFacts | None:
+        """The facts of ``content_hash`` if ``parts`` are all parsed already; None otherwise."""
+        with self._lock:
+            facts = self._entries.get(content_hash)
+            if facts is None or facts.missing(parts):
+                return None
+            self._entries.move_to_end(content_hash)
+            return facts
+
+    def facts(self, content_hash: str, text: str, parts: Collection[str]) -> NoteFacts:
+        """The facts of the content ``text`` (whose hash is ``content_hash``) with ``parts`` parsed."""
+        with self._lock:  # a note parses in about a millisecond: held per note, never for a whole vault
+            facts = self._entries.get(content_hash)
+            if facts is None:
+                facts = self._entries[content_hash] = NoteFacts()
+                self._bytes += facts.weight
+            else:
+                self._entries.move_to_end(content_hash)
+            missing = facts.missing(parts)
+            if missing:
+                self._bytes += facts.parse(text, missing)
+                self.parsed += len(missing)
+                while self._bytes > self.max_bytes and len(self._entries) > 1:
+                    _, dropped = self._entries.popitem(last=False)
+                    self._bytes -= dropped.weight
+            return facts
+
+
+@dataclass(frozen=True)
+class Backlink:
+    """A link in ``source`` that resolves to the note asked about."""
+
+    source: str
+    link: LinkFact
+
+
+@dataclass(frozen=True)
+class BrokenLink:
+    """A link in ``source`` that resolves to no file."""
+
+    source: str
+    link: LinkFact
+
+
+class LinkGraph:
+    """The notes' links resolved against one set of vault paths.
+
+    ``notes`` maps each Markdown note read to (its content hash, its links, where each resolves:
+    a path, or None when it resolves to no file).
+    """
+
+    def __init__(self, vault: VaultPaths, notes: dict[str, Resolved]) -> None:
+        self.vault = vault
+        self.notes = notes
+
+    def outgoing(self, path: str) -> list[tuple[LinkFact, str | None]]:
+        """The links of the note at ``path``, in order, each with the file it resolves to."""
+        found = self.notes.get(path)
+        return list(zip(found[1], found[2], strict=True)) if found is not None else []
+
+    def incoming(self, path: str) -> list[Backlink]:
+        """The links in other notes that resolve to ``path``, by source path and line."""
+        return self._backlinks.get(path, [])
+
+    @cached_property
+    def _backlinks(self) -> dict[str, list[Backlink]]:
+        found: dict[str, list[Backlink]] = {}
+        for source in sorted(self.notes):
+            _, links, targets = self.notes[source]
+            for link, target in zip(links, targets, strict=True):
+                if target is not None and target != source:
+                    found.setdefault(target, []).append(Backlink(source, link))
+        return found
+
+    def broken(self, sources: Iterable[str]) -> list[BrokenLink]:
+        """The links of the notes ``sources`` (in that order) that resolve to no file."""
+        found: list[BrokenLink] = []
+        for source in sources:
+            entry = self.notes.get(source)
+            if entry is None:
+                continue
+            found += [BrokenLink(source, link) for link, target in zip(entry[1], entry[2], strict=True) if not target]
+        return found
+
+
+Resolved = tuple[str, tuple[LinkFact, ...], tuple[str | None, ...]]  # (content hash, links, where each resolves)
+
+
+class _Resolutions:
+    """One project's links resolved against one set of its paths: by note, and the last graph made of them."""
+
+    def __init__(self, vault: VaultPaths) -> None:
+        self.vault = vault
+        self.by_path: dict[str, Resolved] = {}
+        self.last: LinkGraph | None = None
+
+
+class NoteIndex:
+    """The facts of every content seen, and each project's resolved links; shared by all calls.
+
+    Besides the facts (bounded by :class:`FactsIndex`), each of the last :data:`GRAPHS_KEPT`
+    projects keeps the resolved links of its notes as last read: at most one vault's links.
+    """
+
+    def __init__(self, max_bytes: int = FACTS_BYTES) -> None:
+        self.facts = FactsIndex(max_bytes)
+        self._projects: OrderedDict[str, _Resolutions] = OrderedDict()
+        self._lock = threading.Lock()
+        #: Links resolved since the index was made: how tests see that an unchanged vault is not resolved again.
+        self.resolved = 0
+
+    def vault_paths(self, project_id: str, paths: Iterable[str]) -> VaultPaths:
+        """The vault's ``paths`` (every live file) indexed for resolution: the project's last index when the
+        same, so its cached answers (and closest-note suggestions) are kept."""
+        with self._lock:
+            return self._resolutions(project_id, frozenset(paths)).vault
+
+    def graph(
+        self,
+        project_id: str,
+        paths: Iterable[str],
+        notes: Mapping[str, tuple[str, tuple[LinkFact, ...]]],
+        *,
+        keep: bool = True,
+    ) -> LinkGraph:
+        """The links of ``notes`` (path → (content hash, links)) resolved against the vault's ``paths`` (every
+        live file, attachments too); the project's last kept graph again when nothing changed.
+
+        ``keep``: this graph is the one to reuse next time (it holds every note: its backlinks are worth
+        keeping); a graph of some notes only (one folder's) is not kept, so it does not displace that one.
+        """
+        all_paths = frozenset(paths)
+        with self._lock:  # resolving a whole vault takes a moment; calls for the same index wait for it
+            state = self._resolutions(project_id, all_paths)
+            last = state.last
+            if last is not None and _same_notes(last, notes):
+                return last
+            resolved: dict[str, Resolved] = {}
+            for path, (content_hash, links) in notes.items():
+                known = state.by_path.get(path)
+                if known is None or known[0] != content_hash:
+                    targets = tuple(state.vault.resolve(link.target, path, markdown=link.markdown) for link in links)
+                    known = state.by_path[path] = (content_hash, links, targets)
+                    self.resolved += len(links)
+                resolved[path] = known
+            graph = LinkGraph(state.vault, resolved)
+            if keep:
+                state.last = graph
+            return graph
+
+    def _resolutions(self, project_id: str, all_paths: frozenset[str]) -> _Resolutions:
+        """The project's resolutions for these paths (new ones when its paths changed); under the lock."""
+        state = self._projects.get(project_id)
+        if state is None or state.vault.paths != all_paths:
+            state = self._projects[project_id] = _Resolutions(VaultPaths(all_paths))
+        self._projects.move_to_end(project_id)
+        while len(self._projects) > GRAPHS_KEPT:
+            self._projects.popitem(last=False)
+        return state
+
+
+def _same_notes(graph: LinkGraph, notes: Mapping[str, tuple[str, tuple[LinkFact, ...]]]) -> bool:
+    """Whether ``graph`` was made of exactly these notes, each with the same content."""
+    return len(graph.notes) == len(notes) and all(
+        graph.notes.get(path, ("",))[0] == entry[0] for path, entry in notes.items()
+    )

@@ -1,0 +1,397 @@
+"""The vault's structure as a team knows it: note_links, broken_links, list_tags, query_notes, list_tasks.
+
+All read the project's Markdown notes through ``indexing.py`` (one listing, then only what
+changed since: a note is parsed once per content), and answer in compact text, one line per
+item in the ``path:line  text`` style, counted, capped, and ending with the call that reads
+on. The models are ``text/``: links and their resolution ``links.py``, tags ``tags.py``,
+tasks ``tasks.py``, the ``where`` and ``sort`` of a query ``properties.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from teamvault_mcp.errors import NoteNotFoundError
+from teamvault_mcp.text.links import path_key
+from teamvault_mcp.text.paths import folder_prefix, stored_path_of
+from teamvault_mcp.text.properties import MISSING, compile_sort, compile_where, field_value, queryable, sort_rows
+from teamvault_mcp.text.tags import carries, count_tags, tag_key, tag_levels
+from teamvault_mcp.text.tasks import STATUS_CHOICES, select_tasks
+from teamvault_mcp.tools.context import ToolContext, ToolOutput
+from teamvault_mcp.tools.indexing import collector_paused, index_notes, link_graph, list_vault, note_index, texts_of
+from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.spec import Tool
+
+if TYPE_CHECKING:
+    from teamvault_mcp.text.noteindex import LinkFact
+    from teamvault_mcp.vault.client import VaultFile
+
+#: Links shown per direction by note_links; tags or notes by list_tags.
+MAX_SHOWN = 200
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+#: A line shown with a link, a task or a value is cut to about this many characters.
+LINE_CHARS = 160
+VALUE_CHARS = 80
+DIRECTIONS = ("in", "out", "both")
+
+
+# -- note_links --------------------------------------------------------------------------------------
+
+
+def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    direction = args.get("direction", "both")
+    listing = list_vault(ctx, project_id)
+    path = _file_named(stored_path_of(args["path"]), listing, ctx, project_id)
+    lines: list[str] = []
+    notices: list[str] = []
+    result: dict[str, Any] = {"path": path}
+    counts = []
+    if direction in ("out", "both"):
+        outgoing, partial = _outgoing(ctx, project_id, listing, path)
+        counts.append(f"{_count(len(outgoing), 'link')} out")
+        result["out"] = len(outgoing)
+        if outgoing:
+            lines.append("Out (line  link → where it resolves):")
+            for link, target in outgoing[:MAX_SHOWN]:
+                where = "this note" if target == path else (target or "unresolved")
+                lines.append(f"{link.line}  {_short(link.raw)} → {where}")
+            lines += _cut(len(outgoing), "outgoing links")
+        notices += [partial] if partial else []
+    if direction in ("in", "both"):
+        indexed = index_notes(ctx, project_id, listing, ("links",))
+        incoming = link_graph(ctx, project_id, indexed).incoming(path)
+        # One line of the answer per linking line: three links to the note on one line are one place to look.
+        places = list(dict.fromkeys((backlink.source, backlink.link.line) for backlink in incoming))
+        sources = len({source for source, _ in places})
+        counts.append(f"{len(incoming):,} in (on {_count(len(places), 'line')} of {_count(sources, 'note')})")
+        result["in"] = len(incoming)
+        if incoming:
+            lines.append("In (note:line  the line):")
+            first = {(b.source, b.link.line): b.link for b in reversed(incoming)}
+            shown = places[:MAX_SHOWN]
+            files = {file.path: file for file in listing}
+            texts = texts_of(ctx, project_id, [files[source] for source in dict.fromkeys(s for s, _ in shown)])
+            for source, line_number in shown:
+                link, text = first[(source, line_number)], texts.get(source)
+                line = _line_around(text, link) if text is not None else _short(link.raw)
+                lines.append(f"{source}:{line_number}  {line}")
+            lines += _cut(len(places), "linking lines")
+        notice = indexed.partial_notice("links from them")
+        notices += [notice] if notice else []
+        result["partial"] = indexed.not_read > 0
+    return ToolOutput("\n".join([*notices, f"{path}: {', '.join(counts)}.", *lines]), result)
+
+
+def _outgoing(
+    ctx: ToolContext, project_id: str, listing: list[VaultFile], path: str
+) -> tuple[list[tuple[LinkFact, str | None]], str | None]:
+    """The links of the note at ``path`` with where each resolves (none for an attachment); a partial notice."""
+    indexed = index_notes(ctx, project_id, listing, ("links",), paths=(path,))
+    facts = indexed.facts.get(path)
+    if facts is None or facts.links is None:
+        return [], indexed.partial_notice()
+    vault = note_index(ctx).vault_paths(project_id, (file.path for file in listing))
+    return [(link, vault.resolve(link.target, path, markdown=link.markdown)) for link in facts.links], None
+
+
+def _file_named(wanted: str, listing: list[VaultFile], ctx: ToolContext, project_id: str) -> str:
+    """The live file ``wanted`` names: exactly, with ``.md`` added, or ignoring case when that is one file."""
+    paths = {file.path for file in listing}
+    for candidate in (wanted, wanted + ".md"):
+        if candidate in paths:
+            return candidate
+    for candidate in (wanted, wanted + ".md"):
+        same = [path for path in paths if path_key(path) == path_key(candidate)]
+        if len(same) == 1:
+            return same[0]
+    missing = NoteNotFoundError(wanted)
+    closest = note_index(ctx).vault_paths(project_id, paths).closest(wanted)
+    missing.extend(f"Did you mean {closest}?" if closest else "find_notes(query) finds a note by its name.")
+    raise missing
+
+
+# -- broken_links ------------------------------------------------------------------------------------
+
+
+def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    prefix = folder_prefix(args.get("prefix"))
+    limit = args.get("limit", DEFAULT_LIMIT)
+    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id), ("links",), prefix=prefix)
+    graph = link_graph(ctx, project_id, indexed, keep=prefix is None)
+    broken = graph.broken(file.path for file in indexed.notes)
+    notes = len({item.source for item in broken})
+    lines = [
+        f"{_count(len(broken), 'broken link')} in {_count(notes, 'note')} (of {_count(len(indexed.notes), 'note')}"
+        f"{_under(prefix)}){':' if broken else '.'}"
+    ]
+    for item in broken[:limit]:
+        closest = graph.vault.closest(item.link.target) if item.link.target else None
+        hint = f"  → closest: {closest}" if closest else ""
+        lines.append(f"{item.source}:{item.link.line}  {_short(item.link.raw)}{hint}")
+    if len(broken) > limit:
+        lines.append(
+            f"[Cut: {limit:,} of {len(broken):,} shown. Narrow with prefix, or raise limit (at most {MAX_LIMIT:,}).]"
+        )
+    if broken:
+        lines.append("A link resolves to no file. Fix it with edit_note, or make the note it names.")
+    notice = indexed.partial_notice("broken links in them")
+    if notice:
+        lines.insert(0, notice)
+    return ToolOutput("\n".join(lines), {"broken": len(broken), "notes": notes, "partial": indexed.not_read > 0})
+
+
+# -- list_tags ---------------------------------------------------------------------------------------
+
+
+def list_tags(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    prefix = folder_prefix(args.get("prefix"))
+    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), ("tags",), prefix=prefix)
+    read = indexed.read()
+    if "tag" in args:
+        lines = _notes_with_tag(args["tag"], read, prefix)
+    else:
+        counts = count_tags(facts.tags for _, facts in read if facts.tags is not None)
+        tagged = sum(1 for _, facts in read if facts.tags is not None and facts.tags.tags)
+        lines = [
+            f"{_count(len(counts), 'tag')} in {_count(tagged, 'note')} (of {_count(len(read), 'note')}"
+            f"{_under(prefix)}; a nested tag counts at each level){':' if counts else '.'}"
+        ]
+        lines += [f"#{count.name}  {count.notes:,}" for count in counts[:MAX_SHOWN]]
+        if len(counts) > MAX_SHOWN:
+            lines.append(f"[Cut: the {MAX_SHOWN} most used of {len(counts):,} tags shown. Narrow with prefix.]")
+        if counts:
+            lines.append('The notes with one: list_tags(tag="…").')
+    rejected = [(file.path, facts.tags.rejected) for file, facts in read if facts.tags and facts.tags.rejected]
+    if rejected:
+        first_path, values = rejected[0]
+        lines.append(
+            f"[Not tags: {_count(len(rejected), 'note')} list front matter tags that are no valid tag, e.g. "
+            f"{json.dumps(values[0], ensure_ascii=False)} in {first_path} (a tag has no spaces and is not all digits).]"
+        )
+    notice = indexed.partial_notice("tags of them")
+    if notice:
+        lines.insert(0, notice)
+    return ToolOutput("\n".join(lines), {"partial": indexed.not_read > 0})
+
+
+def _notes_with_tag(tag: str, read: list[tuple[VaultFile, Any]], prefix: str | None) -> list[str]:
+    wanted = tag_key(tag.strip().removeprefix("#"))
+    found = [(file, facts.tags) for file, facts in read if facts.tags is not None and carries(facts.tags, wanted)]
+    lines = [
+        f"#{wanted}: {_count(len(found), 'note')}{_under(prefix)} {'carries' if len(found) == 1 else 'carry'} it "
+        "or a tag nested under it"
+        f"{':' if found else '.'}"
+    ]
+    for file, tags in found[:MAX_SHOWN]:
+        names = dict.fromkeys(t.name for t in tags.tags if wanted in map(tag_key, tag_levels(t.name)))
+        lines.append(f"{file.path}  {' '.join('#' + name for name in names)}")
+    if len(found) > MAX_SHOWN:
+        lines.append(f"[Cut: {MAX_SHOWN} of {len(found):,} notes shown, by path. Narrow with prefix.]")
+    return lines
+
+
+# -- query_notes -------------------------------------------------------------------------------------
+
+
+def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    where = compile_where(args["where"])  # checked whole before any request
+    order = compile_sort(args.get("sort"))
+    limit = args.get("limit", DEFAULT_LIMIT)
+    prefix = folder_prefix(args.get("prefix"))
+    named = [condition.field for condition in where.conditions] + [key.field for key in order]
+    shown_fields = list(args["fields"]) if "fields" in args else list(dict.fromkeys(named))
+    shown_fields = [name for name in shown_fields if name != "path"]
+    needs_tags = any(name.casefold() == "tags" for name in [*named, *shown_fields])
+    parts = ("fields", "tags") if needs_tags else ("fields",)
+    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
+    rows: list[Mapping[str, Any]] = []
+    unreadable: list[str] = []
+    for file, facts in indexed.read():
+        front_matter, problem = facts.front_matter or ({}, None)
+        if problem:
+            unreadable.append(file.path)
+        tags = [tag.name for tag in facts.tags.tags] if facts.tags is not None else []
+        fields = queryable(front_matter, path=file.path, tags=tags, updated_at=file.updated_at)
+        if where.matches(fields):
+            rows.append(fields)
+    ranked = sort_rows(rows, order)
+    query = json.dumps(args["where"], ensure_ascii=False)
+    sorted_by = f", sorted by {', '.join(('-' if k.descending else '') + k.field for k in order)}" if order else ""
+    lines = [
+        f"{_count(len(ranked), 'note')} of {len(indexed.read()):,}{_under(prefix)} match {_short(query)}"
+        f"{sorted_by}{':' if ranked else '.'}"
+    ]
+    for row in ranked[:limit]:
+        values = " · ".join(f"{name}: {_value(field_value(row, name))}" for name in shown_fields)
+        lines.append(f"{row['path']}  {values}" if values else str(row["path"]))
+    if len(ranked) > limit:
+        lines.append(
+            f"[Cut: {limit:,} of {len(ranked):,} shown. Narrow where or prefix, or raise limit "
+            f"(at most {MAX_LIMIT:,}).]"
+        )
+    if unreadable:
+        lines.append(
+            f"[{_count(len(unreadable), 'note')} have front matter that cannot be read (e.g. {unreadable[0]}): only "
+            "path, tags and updatedAt of them can match. read_frontmatter(path) says what is wrong.]"
+        )
+    if ranked:
+        lines.append("A note's whole front matter: read_frontmatter(path).")
+    notice = indexed.partial_notice("matches among them")
+    if notice:
+        lines.insert(0, notice)
+    return ToolOutput("\n".join(lines), {"matches": len(ranked), "partial": indexed.not_read > 0})
+
+
+def _value(value: Any) -> str:
+    if value is MISSING or value is None:
+        return "–"
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        text = "[" + ", ".join(value) + "]"
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+# -- list_tasks --------------------------------------------------------------------------------------
+
+
+def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+    project_id = ctx.project(args)
+    status = args.get("status", "open")
+    limit = args.get("limit", DEFAULT_LIMIT)
+    prefix = folder_prefix(args.get("prefix"))
+    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), ("tasks",), prefix=prefix)
+    found = [
+        (file.path, task) for file, facts in indexed.read() for task in select_tasks(list(facts.tasks or ()), status)
+    ]
+    notes = len({path for path, _ in found})
+    what = {"open": "open task", "done": "done task", "all": "task"}[status]
+    lines = [
+        f"{_count(len(found), what)} in {_count(notes, 'note')} (of {len(indexed.read()):,}{_under(prefix)})"
+        f"{':' if found else '.'}"
+    ]
+    for path, task in found[:limit]:
+        section = f" · {' > '.join(task.section)}" if task.section else ""
+        lines.append(f"{path}:{task.line}  [{task.status}] {_short(task.text)}{section}")
+    if len(found) > limit:
+        lines.append(
+            f"[Cut: {limit:,} of {len(found):,} shown, by note and line. Narrow with prefix, or raise limit "
+            f"(at most {MAX_LIMIT:,}).]"
+        )
+    if found:
+        lines.append("Tick one with edit_note (oldText: the task's line); its section: read_note(path, section=[…]).")
+    notice = indexed.partial_notice("tasks in them")
+    if notice:
+        lines.insert(0, notice)
+    return ToolOutput("\n".join(lines), {"tasks": len(found), "partial": indexed.not_read > 0})
+
+
+# -- text helpers ----------------------------------------------------------------------------------
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _under(prefix: str | None) -> str:
+    return f" under {prefix}" if prefix else ""
+
+
+def _cut(total: int, what: str) -> list[str]:
+    if total <= MAX_SHOWN:
+        return []
+    return [f"[Cut: {MAX_SHOWN} of {total:,} {what} shown, by note and line.]"]
+
+
+def _short(text: str, limit: int = LINE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _line_around(text: str, link: LinkFact) -> str:
+    """The line of ``link`` in ``text``, cut around the link when it is long."""
+    lines = text.splitlines()
+    if not 0 < link.line <= len(lines):
+        return _short(link.raw)
+    line = lines[link.line - 1].strip()
+    if len(line) <= LINE_CHARS:
+        return line
+    raw = lines[link.line - 1]
+    start = max(0, link.column - 1 - 40)
+    piece = raw[start : start + LINE_CHARS].strip()
+    return ("…" if start else "") + piece + ("…" if start + LINE_CHARS < len(raw) else "")
+
+
+# -- the tools ---------------------------------------------------------------------------------------
+
+_PREFIX = Param("prefix", "Path prefix.", kind="prefix", required=False)
+_LIMIT = Param("limit", f"Default {DEFAULT_LIMIT}.", kind="count", required=False, maximum=MAX_LIMIT)
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="note_links",
+        title="Links of a note",
+        description=(
+            "A note's links as Obsidian resolves them (wikilinks, embeds, Markdown and front matter links; not "
+            "code). in: notes linking here, with the line; out: its links and their targets."
+        ),
+        params=(
+            Param("path", "Note path, e.g. 'people/ada.md'."),
+            Param("direction", "in, out or both (default).", kind="choice", required=False, choices=DIRECTIONS),
+        ),
+        handler=collector_paused(note_links),
+    ),
+    Tool(
+        name="broken_links",
+        title="Broken links",
+        description="Links that resolve to no file: note:line, the link, and the closest existing note.",
+        params=(_PREFIX, _LIMIT),
+        handler=collector_paused(broken_links),
+    ),
+    Tool(
+        name="list_tags",
+        title="List tags",
+        description=(
+            "Tags (inline #tags and front matter tags) with note counts; a nested a/b counts at each level. "
+            "With tag: the notes that carry it."
+        ),
+        params=(_PREFIX, Param("tag", "A tag, e.g. 'project'.", kind="query", required=False)),
+        handler=collector_paused(list_tags),
+    ),
+    Tool(
+        name="query_notes",
+        title="Query notes by properties",
+        description=(
+            'Notes by front matter: where={"status":"active","due":{"lt":"2025-01-01"}}, ops eq ne in contains gt '
+            "gte lt lte exists (dates as dates); also path, tags, updatedAt."
+        ),
+        params=(
+            Param("where", "All must hold.", kind="fields"),
+            Param("fields", "Fields to show.", kind="keys", required=False),
+            _PREFIX,
+            Param("sort", "Field(s); -due descends.", kind="order", required=False),
+            _LIMIT,
+        ),
+        handler=collector_paused(query_notes),
+    ),
+    Tool(
+        name="list_tasks",
+        title="List tasks",
+        description="Checkbox tasks (- [ ], - [x], …): note:line, status, text and section.",
+        params=(
+            _PREFIX,
+            Param("status", "open (default), done or all.", kind="choice", required=False, choices=STATUS_CHOICES),
+            _LIMIT,
+        ),
+        handler=collector_paused(list_tasks),
+    ),
+)

@@ -1,0 +1,174 @@
+"""A project's Markdown notes with their parsed facts, fresh by ``contentHash``, read within the call's budget.
+
+One listing gives every note's hash. A note whose facts (``text/noteindex.py``) hold the
+parts a tool asks for costs nothing more; the others are read through ``gathering.py``
+(memory, disk cache, downloads) and parsed, once per content. Parsing is CPU work no
+request's time limit covers, so it stops, like the downloads, when the budget runs low or
+the host cancels: the tool then answers from the notes it has, and says how many it lacks.
+
+Only Markdown notes (``.md``) have links, tags, tasks and properties, as in Obsidian; every
+live file (attachments too) is a path a link can resolve to. Shared by the tool families
+that read the vault's structure (``graph.py`` now, ``move_note``'s link updates next), so it
+imports none of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from teamvault_mcp.errors import CallCancelledError
+from teamvault_mcp.text.links import MARKDOWN_EXTENSION
+from teamvault_mcp.text.noteindex import LinkGraph, NoteFacts, NoteIndex
+from teamvault_mcp.tools.context import ToolContext, ToolOutput
+from teamvault_mcp.tools.gathering import PROGRESS_EVERY, gather, gc_paused
+from teamvault_mcp.tools.spec import Handler
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.client import VaultFile
+
+#: Parsing stops when less than this is left of the call's budget: time to answer.
+ANSWER_SECONDS = 1.0
+
+
+def is_markdown(file: VaultFile) -> bool:
+    return file.file_type == "TEXT" and file.path.lower().endswith(MARKDOWN_EXTENSION)
+
+
+@dataclass
+class IndexedNotes:
+    """The Markdown notes asked for, those whose facts are at hand, and what could not be read in time."""
+
+    listing: list[VaultFile]  # every live file listed (the whole vault, or the prefix asked for)
+    notes: list[VaultFile]  # the Markdown notes among them, by path
+    facts: dict[str, NoteFacts] = field(default_factory=dict)  # by path: the notes read
+    hashes: dict[str, str] = field(default_factory=dict)  # by path: the content hash of what was read
+    why_partial: str = ""
+
+    @property
+    def not_read(self) -> int:
+        return len(self.notes) - len(self.facts)
+
+    def read(self) -> list[tuple[VaultFile, NoteFacts]]:
+        """The notes read, by path, with their facts."""
+        return [(file, self.facts[file.path]) for file in self.notes if file.path in self.facts]
+
+    def partial_notice(self, missing: str = "") -> str | None:
+        """The line that says this answer lacks some notes, and why (None when it lacks none).
+
+        ``missing`` says what the answer may lack, e.g. "links from them".
+        """
+        if not self.not_read:
+            return None
+        lacks = f"; this answer may lack {missing}" if missing else ""
+        return (
+            f"[Partial: {self.not_read:,} of {len(self.notes):,} notes were not read ({self.why_partial}){lacks}. "
+            "What was read is kept: calling again continues where this stopped.]"
+        )
+
+
+def list_vault(ctx: ToolContext, project_id: str, prefix: str | None = None) -> list[VaultFile]:
+    """Every live file under ``prefix`` (a stored folder prefix; None: the whole vault), in one request."""
+    with gc_paused():  # a listing is thousands of objects at once
+        return ctx.client.list_files(project_id, prefix=prefix)
+
+
+def index_notes(
+    ctx: ToolContext,
+    project_id: str,
+    listing: list[VaultFile],
+    parts: Collection[str],
+    *,
+    prefix: str | None = None,
+    paths: Collection[str] | None = None,
+) -> IndexedNotes:
+    """The Markdown notes of ``listing`` under ``prefix`` (or just those at ``paths``) with ``parts`` of their
+    facts: from the index, else read and parsed while the budget allows."""
+    index = note_index(ctx)
+    notes = sorted(
+        (
+            file
+            for file in listing
+            if is_markdown(file)
+            and (prefix is None or file.path.startswith(prefix))
+            and (paths is None or file.path in paths)
+        ),
+        key=lambda file: file.path,
+    )
+    indexed = IndexedNotes(listing, notes)
+    unread: list[VaultFile] = []
+    for file in notes:
+        content_hash = file.content_hash
+        facts = index.facts.cached(content_hash, parts) if content_hash else None
+        if content_hash is None or facts is None:
+            unread.append(file)
+            continue
+        indexed.facts[file.path] = facts
+        indexed.hashes[file.path] = content_hash
+    if unread:
+        _read_and_parse(ctx, project_id, unread, parts, indexed, index)
+    return indexed
+
+
+def _read_and_parse(
+    ctx: ToolContext,
+    project_id: str,
+    unread: list[VaultFile],
+    parts: Collection[str],
+    indexed: IndexedNotes,
+    index: NoteIndex,
+) -> None:
+    gathered = gather(ctx, project_id, unread)
+    indexed.why_partial = gathered.why_partial
+    last_report = 0.0
+    with gc_paused():  # a note's parse makes thousands of small objects
+        for done, (file, entry) in enumerate(sorted(gathered.ready, key=lambda pair: pair[0].path)):
+            if ctx.token is not None and ctx.token.cancelled:
+                raise CallCancelledError()
+            if ctx.budget is not None and ctx.budget.remaining() < ANSWER_SECONDS:
+                indexed.why_partial = indexed.why_partial or "the call's time budget ran out"
+                return
+            content_hash = file.content_hash or hashlib.sha256(entry.raw.encode()).hexdigest()
+            indexed.facts[file.path] = index.facts.facts(content_hash, entry.raw, parts)
+            indexed.hashes[file.path] = content_hash
+            if ctx.progress is not None and time.monotonic() - last_report >= PROGRESS_EVERY:
+                last_report = time.monotonic()
+                ctx.progress(done + 1, len(gathered.ready), f"read {done + 1} of {len(gathered.ready)} new notes")
+
+
+def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[str, str]:
+    """The texts of a few notes, by path, to show lines of (from memory or the disk cache once read)."""
+    return {file.path: entry.raw for file, entry in gather(ctx, project_id, files).ready}
+
+
+def link_graph(ctx: ToolContext, project_id: str, indexed: IndexedNotes, *, keep: bool = True) -> LinkGraph:
+    """The links of the notes read, resolved against every path of the listing (which must be the whole vault);
+    ``keep=False`` for a graph of some of the vault's notes (see :meth:`NoteIndex.graph`)."""
+    notes = {}
+    for file, facts in indexed.read():
+        assert facts.links is not None, "index_notes(parts=('links',)) first"
+        notes[file.path] = (indexed.hashes[file.path], facts.links)
+    with gc_paused():
+        return note_index(ctx).graph(project_id, (file.path for file in indexed.listing), notes, keep=keep)
+
+
+def note_index(ctx: ToolContext) -> NoteIndex:
+    if ctx.note_index is None:  # a context made without the server's index: this call keeps its own
+        ctx.note_index = NoteIndex()
+    return ctx.note_index
+
+
+def collector_paused(handler: Handler) -> Handler:
+    """``handler`` run with the cyclic garbage collector held off (``gathering.gc_paused``): a tool that walks
+    every note's links, tags or tasks makes many objects, and a full collection would walk the whole index."""
+
+    @functools.wraps(handler)
+    def paused(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+        with gc_paused():
+            return handler(ctx, args)
+
+    return paused
