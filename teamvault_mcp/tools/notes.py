@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from teamvault_mcp.errors import (
     CallCancelledError,
     ChangedMeanwhileError,
+    HTTPStatusError,
     NoteNotFoundError,
     NotTextError,
     PreconditionFailedError,
@@ -27,6 +28,7 @@ from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema,
 from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, NULLABLE_STRING, STRING, Tool, list_schema, object_schema
 from teamvault_mcp.tools.versions import describe
 from teamvault_mcp.tools.writes import expect, mime_type_for, result_with, settle, settle_content
+from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -51,15 +53,15 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     data = args["content"].encode("utf-8")
     new_hash = sha256_hex(data)
     expected = args.get("expectedHash")
+    if args.get("mode") == "create" and expected is None:
+        # One request: the POST itself refuses a live note at the path (409 path_exists).
+        return _create_note(ctx, project_id, args, path, data)
     existing = ctx.client.find_file(project_id, path)
     expect(ctx, project_id, path, existing, expected)
     if existing is None:
         return _create_note(ctx, project_id, args, path, data)
     if args.get("mode") == "create":
-        raise TeamVaultError(
-            f"Note already exists: {path}. mode=create never overwrites; use mode=update (or upsert) "
-            "to replace it, or choose another path."
-        )
+        raise _already_exists(path)
     if existing.file_type != "TEXT":
         raise NotTextError(path, existing.mime_type or existing.file_type)
     ctx.facts.update(hashBefore=existing.content_hash, hashAfter=new_hash)
@@ -79,16 +81,29 @@ def _create_note(ctx: ToolContext, project_id: str, args: Mapping[str, Any], pat
     stored_path_of(args["path"], incoming=True)  # the server's gate for new paths, before the POST
     new_hash = sha256_hex(data)
     ctx.facts.update(hashBefore=None, hashAfter=new_hash)
-    written, verified = settle_content(
-        ctx,
-        project_id,
-        path,
-        lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
-        before=None,
-        data=data,
-    )
+    try:
+        written, verified = settle_content(
+            ctx,
+            project_id,
+            path,
+            lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
+            before=None,
+            data=data,
+        )
+    except HTTPStatusError as error:
+        if error.status == 409 and error.code == "path_exists" and not outcome(error).uncertain:
+            ctx.facts.clear()  # nothing is known of the note that is there
+            raise _already_exists(path) from None
+        raise
     size = written.size if written.size is not None else len(data)
     return result_with({"path": written.path, "action": "created", "size": size, "contentHash": new_hash}, verified)
+
+
+def _already_exists(path: str) -> TeamVaultError:
+    return TeamVaultError(
+        f"Note already exists: {path}. mode=create never overwrites; use mode=update (or upsert) "
+        "to replace it, or choose another path."
+    )
 
 
 # -- edit_note --------------------------------------------------------------------------------------
