@@ -110,6 +110,11 @@ class ContentCache:
             self.hits += 1
         return data
 
+    def text(self, content_hash: str) -> str | None:
+        """The entry as text (for the search index, which keeps only the folded text of cached notes)."""
+        data = self.get(content_hash, keep_in_memory=False)
+        return data.decode("utf-8", errors="replace") if data is not None else None
+
     def put(self, content_hash: str, data: bytes) -> bool:
         """Keep ``data`` under its hash; whether it was stored (a wrong hash or a too large entry is not)."""
         return self.put_many([(content_hash, data)], keep_in_memory=True) == 1
