@@ -264,14 +264,14 @@ class HttpSession:
         data: Any = None,
         files: Any = None,
         sink: IO[bytes] | None = None,
-        max_body: int = MAX_ANSWER_BYTES,
+        max_body: int | None = None,
         stall: float | None = None,
     ) -> Answer:
         """Make one attempt that ends within ``limit`` seconds, whatever the server does.
 
         With ``sink``, a success's body is written into it as it arrives (memory holds one
         chunk) instead of into :attr:`Answer.body`; an error's body is read as usual. At most
-        ``max_body`` bytes are taken. ``stall``: the longest wait for the next bytes (default
+        ``max_body`` bytes are taken (None: :data:`MAX_ANSWER_BYTES`). ``stall``: the longest wait for the next bytes (default
         ``limit``), for a long download that may take the whole ``limit`` while it moves.
 
         A request that fails on a pooled connection before any answer — most likely the
@@ -282,6 +282,7 @@ class HttpSession:
             raise CallCancelledError()
         self._pool.wait_for_connect_ahead(self._token.event)
         prepared = _prepared(method, url, {**DEFAULT_HEADERS, **headers}, params, data, files)
+        limit_bytes = MAX_ANSWER_BYTES if max_body is None else max_body
         attempt = AttemptGuard()
         self._token.attach(attempt)
         _running.attempt = attempt
@@ -298,9 +299,9 @@ class HttpSession:
             answered = True
             # The adapter never follows a redirect (one would carry X-API-Key elsewhere).
             if sink is not None and 200 <= response.status_code < 300:
-                _stream_into(sink, response, max_body, method, api_path)
+                _stream_into(sink, response, limit_bytes, method, api_path)
                 return Answer(response.status_code, response.headers, b"")
-            return Answer(response.status_code, response.headers, _body(response, method, api_path, max_body))
+            return Answer(response.status_code, response.headers, _body(response, method, api_path, limit_bytes))
         except _FAILURES as exc:
             raise self._translate(exc, attempt, method, api_path, limit, answered) from exc
         finally:
@@ -359,7 +360,7 @@ def _prepared(
     return prepared
 
 
-def _body(response: requests.Response, method: str, api_path: str, limit: int = MAX_ANSWER_BYTES) -> bytes:
+def _body(response: requests.Response, method: str, api_path: str, limit: int) -> bytes:
     """The whole body of an answer, up to ``limit`` bytes; a longer one is not read on."""
     chunks: list[bytes] = []
     _stream_into(chunks, response, limit, method, api_path)
