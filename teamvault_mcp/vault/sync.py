@@ -274,10 +274,17 @@ class ProjectSync:
                 with self._cond:
                     job = self._take(me)
                     if job is None:
-                        if not (me.wanted & self._pending):
-                            return
-                        self._cond.wait(0.05)  # others are fetching what is wanted: wait for them
-                        continue
+                        waiting = bool(me.wanted & self._pending)
+                        done = me.done
+                        if waiting:
+                            self._cond.wait(0.05)  # others are fetching what is wanted: wait for them
+                        moved = me.done != done
+                if job is None:
+                    if moved and progress is not None:  # notes others fetched count as this call's progress
+                        progress(me.done, len(me.wanted))
+                    if not waiting:
+                        return
+                    continue
                 try:
                     self._run(job, client, archive_seconds, keep_going)
                 except _Stop:
