@@ -278,7 +278,9 @@ async def test_mode_create_retried_on_a_server_without_idempotency_is_recognised
     assert old_server.operations() == ["CREATE"]
 
 
-async def test_mode_create_meeting_a_colleague_s_note_after_a_lost_answer_is_not_called_ours(old_server: Session) -> None:
+async def test_mode_create_meeting_a_colleague_s_note_after_a_lost_answer_is_not_called_ours(
+    old_server: Session,
+) -> None:
     def colleague_then_drop(method: str, path: str) -> Fault | None:
         if method != "POST" or old_server.vault.faults.injected:
             return None

@@ -197,7 +197,9 @@ class HttpPool:
                 connection = pool._get_conn()
                 try:
                     connection.timeout = CONNECT_TIMEOUT
+                    started = time.monotonic()
                     connection.connect()
+                    _take_session_tickets(connection.sock, 1.5 * (time.monotonic() - started) + 0.02)
                 except BaseException:
                     connection.close()
                     pool._put_conn(None)  # gives its slot back
@@ -271,8 +273,8 @@ class HttpSession:
 
         With ``sink``, a success's body is written into it as it arrives (memory holds one
         chunk) instead of into :attr:`Answer.body`; an error's body is read as usual. At most
-        ``max_body`` bytes are taken (None: :data:`MAX_ANSWER_BYTES`). ``stall``: the longest wait for the next bytes (default
-        ``limit``), for a long download that may take the whole ``limit`` while it moves.
+        ``max_body`` bytes are taken (None: :data:`MAX_ANSWER_BYTES`). ``stall``: the longest wait for the
+        next bytes (default ``limit``), for a long download that may take the whole ``limit`` while it moves.
 
         A request that fails on a pooled connection before any answer — most likely the
         server closed it while it was idle — raises :class:`StaleConnectionError`, which the
@@ -381,6 +383,22 @@ def _stream_into(sink: Any, response: requests.Response, limit: int, method: str
 
 def _size_text(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+
+
+def _take_session_tickets(sock: Any, wait: float) -> None:
+    """Read what a TLS 1.3 server sends right after the handshake (its session tickets), waiting at most ``wait``.
+
+    Unread, those bytes make the idle connection look readable, which urllib3 takes for a
+    connection the server closed: the first request would throw it away and pay a handshake.
+    """
+    if not isinstance(sock, ssl.SSLSocket):
+        return
+    sock.settimeout(min(wait, CONNECT_TIMEOUT))
+    try:
+        if sock.recv(1):  # no application data comes unasked: a server that sends some is not one to keep
+            raise ConnectionError("the server sent data before any request")
+    except (TimeoutError, ssl.SSLWantReadError):
+        pass  # the tickets, if any, were taken in; nothing else came
 
 
 def _stale_connection(exc: BaseException, attempt: AttemptGuard) -> bool:
