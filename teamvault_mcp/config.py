@@ -38,7 +38,8 @@ USAGE = (
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
     "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR, "
-    "TEAM_VAULT_SINGLE_PROJECT, TEAM_VAULT_MAX_READ_CHARS, TEAM_VAULT_INSTRUCTIONS_NOTE, TEAM_VAULT_TOOLS)"
+    "TEAM_VAULT_SINGLE_PROJECT, TEAM_VAULT_MAX_READ_CHARS, TEAM_VAULT_INSTRUCTIONS_NOTE, TEAM_VAULT_TOOLS, "
+    "TEAM_VAULT_PREFETCH)"
 )
 
 
@@ -77,6 +78,8 @@ class Config:
     #: TEAM_VAULT_TOOLS: the tools named (None: all of them) and those dropped (``-name``).
     tools_named: frozenset[str] | None = None
     tools_dropped: frozenset[str] = frozenset()
+    #: Whether the server syncs the default project's notes in the background after start-up (TEAM_VAULT_PREFETCH).
+    prefetch: bool = True
 
     @property
     def writes_fenced(self) -> bool:
@@ -117,6 +120,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         problems.append("TEAM_VAULT_API_KEY contains whitespace or control characters (value not shown).")
     project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
     read_only = _flag(environ, "TEAM_VAULT_READ_ONLY", problems)
+    prefetch = _flag(environ, "TEAM_VAULT_PREFETCH", problems, default=True)
     call_budget = _number(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
     attempt_timeout = _number(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
     log_level = environ.get("TEAM_VAULT_LOG_LEVEL", "").strip().lower() or "warning"
@@ -163,6 +167,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         instructions_note=instructions_note,
         tools_named=tools_named,
         tools_dropped=tools_dropped,
+        prefetch=prefetch,
     )
 
 
@@ -187,13 +192,16 @@ def _base_url(raw: str, problems: list[str]) -> str:
     return url
 
 
-def _flag(environ: Mapping[str, str], name: str, problems: list[str]) -> bool:
+def _flag(environ: Mapping[str, str], name: str, problems: list[str], *, default: bool = False) -> bool:
     raw = environ.get(name, "")
     word = raw.strip().lower()
+    if not word:
+        return default
     if word in TRUE_WORDS:
         return True
     if word not in FALSE_WORDS:
         problems.append(f"{name}={raw!r} is not a yes/no value (use 1/true/yes/on or 0/false/no/off).")
+        return default
     return False
 
 

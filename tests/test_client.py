@@ -454,6 +454,6 @@ def test_an_answer_over_the_size_limit_is_not_read_on(
     http_mock.get(f"{FILES}/f1", body=b"x" * 1001)
     http_mock.get(f"{FILES}/f2", body=b"x" * 1000)
     client = make_client()
-    with pytest.raises(UnexpectedAnswerError, match="an answer of more than 0 MiB"):
+    with pytest.raises(UnexpectedAnswerError, match="an answer of more than 1,000 bytes"):
         client.download(PROJECT, "f1")
     assert client.download(PROJECT, "f2") == b"x" * 1000

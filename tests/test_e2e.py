@@ -113,7 +113,8 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
 
 async def test_cancel_during_a_hanging_request_reaches_the_vault_at_once(vault: LocalVault) -> None:
     vault.faults.add("GET", FILES, Fault.hang(at_most=60))
-    async with mcp_over_stdio([], vault_env(vault)) as client:
+    # No warm-up: its listing would be one more request (and could meet the hang first).
+    async with mcp_over_stdio([], vault_env(vault, TEAM_VAULT_PREFETCH="off")) as client:
         async with anyio.create_task_group() as group:  # cancel once the vault holds the request
 
             async def read() -> None:

@@ -253,3 +253,41 @@ async def test_a_create_retried_on_a_server_without_idempotency_is_recognised_as
     assert not is_error, text  # the retry met 409 path_exists: our own first attempt, by its hash
     assert result["action"] == "created" and result["verified"] is True
     assert old_server.operations() == ["CREATE"]
+
+
+# -- mode=create in one request ---------------------------------------------------------------------------
+
+
+async def test_mode_create_is_one_post_and_an_existing_note_is_refused_with_the_same_text(session: Session) -> None:
+    before = len(session.vault.faults.seen)
+    created = await session.ok("write_note", path="c.md", content="1\n", mode="create")
+    assert created["action"] == "created"
+    assert [method for method, _ in session.vault.faults.seen[before:]] == ["POST"]
+    before = len(session.vault.faults.seen)
+    text, is_error, _ = await session.call("write_note", path="c.md", content="2\n", mode="create")
+    assert is_error and text.startswith("Note already exists: c.md. mode=create never overwrites")
+    assert [method for method, _ in session.vault.faults.seen[before:]] == ["POST"]
+    assert session.content("c.md") == b"1\n"
+
+
+async def test_mode_create_retried_on_a_server_without_idempotency_is_recognised_as_ours(old_server: Session) -> None:
+    old_server.vault.faults.add("POST", "/api/projects/*/files", Fault.apply_then_close())
+    text, is_error, result = await old_server.call("write_note", path="new.md", content="ours\n", mode="create")
+    assert not is_error, text  # the retry met 409 path_exists: our own first attempt, by its hash
+    assert result["action"] == "created" and result["verified"] is True
+    assert old_server.operations() == ["CREATE"]
+
+
+async def test_mode_create_meeting_a_colleague_s_note_after_a_lost_answer_is_not_called_ours(
+    old_server: Session,
+) -> None:
+    def colleague_then_drop(method: str, path: str) -> Fault | None:
+        if method != "POST" or old_server.vault.faults.injected:
+            return None
+        old_server.colleague_writes("new.md", b"theirs\n")  # meanwhile, a colleague creates the note
+        return Fault.close_before()  # and our first attempt's answer is lost
+
+    old_server.vault.faults.chooser = colleague_then_drop
+    text, is_error, _ = await old_server.call("write_note", path="new.md", content="ours\n", mode="create")
+    assert is_error and text.endswith(UNCERTAIN_WRITE_HINT)  # the 409 may be our own lost attempt's
+    assert old_server.content("new.md") == b"theirs\n"

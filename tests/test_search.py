@@ -16,6 +16,7 @@ from teamvault_mcp.text.search import (
     Candidate,
     Hit,
     Matcher,
+    NoteText,
     SearchIndex,
     TimeUp,
     rank,
@@ -40,7 +41,7 @@ Meet at the café on Friday.
 def search(query: str, text: str = NOTE, mode: str = "text", path: str = "people/kuzma.md") -> list[Hit]:
     """Every matching line as a hit, in line order."""
     matcher = Matcher(query, mode)
-    entry = SearchIndex().add("h", text)
+    entry = NoteText(text)
     return [matcher.hit(path, entry, match) for match in matcher.lines(path, entry)]
 
 
@@ -215,7 +216,7 @@ def test_lines_are_matched_untimed_only_while_the_worst_case_is_small() -> None:
 def test_a_line_that_takes_too_long_is_skipped_and_counted_and_the_rest_still_match() -> None:
     # `\w*(?=\w*x)` backtracks for about a second on 1,000 word characters; the line gets 0.2 s of CPU.
     matcher = Matcher(r"\w*(?=\w*x)", "regex")
-    entry = SearchIndex().add("h", "# Title\n" + "a" * 1000 + "\n" + "the box\n")
+    entry = NoteText("# Title\n" + "a" * 1000 + "\n" + "the box\n")
     matches = matcher.lines("big.md", entry, deadline=time.monotonic() + 60)
     assert [match.index for match in matches] == [2]  # "the box" still matches
     assert matcher.slow_lines == {"big.md": 1}
@@ -225,7 +226,7 @@ def test_a_line_that_takes_too_long_is_skipped_and_counted_and_the_rest_still_ma
 
 def test_a_search_whose_own_time_runs_out_inside_a_line_stops_there() -> None:
     matcher = Matcher(r"\w*(?=\w*x)", "regex")
-    entry = SearchIndex().add("h", "a" * 1000 + "\n")
+    entry = NoteText("a" * 1000 + "\n")
     with pytest.raises(TimeUp):
         matcher.lines("big.md", entry, deadline=time.monotonic() + 0.05)
     assert matcher.slow_lines == {}  # not the line's fault: the note counts as not searched
@@ -245,10 +246,10 @@ def test_regex_mode_matches_raw_lines() -> None:
 
 def test_the_index_is_bounded_least_recently_used_first() -> None:
     index = SearchIndex(max_chars=40)
-    index.add("a", "x" * 10)  # 20 characters with its folded copy
-    index.add("b", "y" * 10)
+    index.add("a", "X" * 10)  # 20 characters with its folded copy
+    index.add("b", "Y" * 10)
     assert index.get("a") is not None  # a is now the most recently used
-    index.add("c", "z" * 10)
+    index.add("c", "Z" * 10)
     assert index.get("b") is None and index.get("a") is not None and index.get("c") is not None
 
 

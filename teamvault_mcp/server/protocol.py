@@ -293,6 +293,7 @@ def serve(config: Config, stop: ServeStop | None = None) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested)."""
     runner = ToolRunner(config)
     runner.start_schema_load()  # meanwhile the host's initialize is answered
+    runner.start_warm_up()  # connections opened ahead, the default project synced: the first calls pay neither
     server = build_server(runner)
     options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
 

@@ -42,12 +42,15 @@ from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolOutput, ToolSet
+from teamvault_mcp.tools.gathering import WARM_UP_WORKERS, warm_up
 from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import tools_for
+from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, Clock, Failure, RetryPolicy, SystemClock, failure
+from teamvault_mcp.vault.sync import VaultSync
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import TeamVaultClient
@@ -70,6 +73,11 @@ MAX_ARGUMENT_DEPTH = 64
 #: Deepest nesting in a tool result (front matter read as JSON, say); the SDK cannot send beyond about 250.
 MAX_RESULT_DEPTH = 100
 
+#: Connections the warm-up opens ahead: one more than it uses, so a call always finds one idle.
+WARM_UP_CONNECTIONS = WARM_UP_WORKERS + 1
+#: The warm-up's own budget: no host waits for it, but it must end.
+WARM_UP_SECONDS = 600.0
+
 
 class ToolRunner:
     """Runs tool calls in worker threads, one budget and one cancel token per call."""
@@ -84,6 +92,10 @@ class ToolRunner:
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self.note_index = NoteIndex()  # links, tags, tasks, front matter by content hash; the link graphs
         self.key_user = KeyUser()
+        self.sync = VaultSync()  # what is being fetched, and whether the server has folder archives
+        self.foreground = Foreground()  # the calls running, which the warm-up steps aside for
+        self.warm_up: WarmUp | None = None
+        self._warm_token = CancelToken()
         self._caches = (
             ProjectCaches(
                 config.cache_dir,
@@ -128,11 +140,55 @@ class ToolRunner:
             return self._pool
 
     def close(self) -> None:
-        """Close the idle pooled connections (the server is going away)."""
+        """Stop the warm-up and close the idle pooled connections (the server is going away)."""
+        self._warm_token.cancel()
+        self.foreground.wake()
         with self._active_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+    def start_warm_up(self) -> WarmUp:
+        """Open connections to the server ahead of the first call and, unless TEAM_VAULT_PREFETCH=off, sync
+        the default project's notes into the cache and the search index, in a background thread (once)."""
+        with self._active_lock:
+            if self.warm_up is None:
+                self.warm_up = WarmUp()
+                threading.Thread(
+                    target=self._warm_up, args=(self.warm_up,), name="teamvault-warm-up", daemon=True
+                ).start()
+            return self.warm_up
+
+    def _warm_up(self, report: WarmUp) -> None:
+        budget = Budget(WARM_UP_SECONDS, self.clock)
+        client: TeamVaultClient | None = None
+        try:
+            report.connections = self.http_pool().connect_ahead(WARM_UP_CONNECTIONS)
+            report.connected.set()
+            if not self.config.prefetch or not self.config.project_id or self._warm_token.cancelled:
+                return
+            client = self.client(budget, self._warm_token)
+            context = ToolContext(
+                client,
+                self.config.project_id,
+                budget=budget,
+                token=self._warm_token,
+                cache_for=self.cache_for,
+                index=self.index,
+                sync=self.sync,
+            )
+            warm_up(context, self.foreground, report)
+        except TeamVaultError as error:
+            report.stopped = str(error)
+            log.info("the warm-up stopped: %s", error)
+        except Exception:  # a bug must not go unseen, nor end the server
+            report.stopped = "an internal error"
+            log.exception("internal error in the warm-up")
+        finally:
+            if client is not None:
+                client.close()
+            report.connected.set()
+            report.done.set()
 
     @property
     def tools_generation(self) -> int:
@@ -290,6 +346,7 @@ class ToolRunner:
         """The worker thread's part: one client for the call, the handler, errors as values."""
         with self._active_lock:
             self._active.add(token)
+        self.foreground.enter()
         client = self.client(budget, token)
         context = ToolContext(
             client,
@@ -304,6 +361,7 @@ class ToolRunner:
             tools=self.tool_set(),
             note_index=self.note_index,
             key_user=self.key_user,
+            sync=self.sync,
         )
         error: TeamVaultError | None = None
         try:
@@ -329,6 +387,7 @@ class ToolRunner:
             )
         finally:
             client.close()
+            self.foreground.leave()
             with self._active_lock:
                 self._active.discard(token)
         # Only a write request that was sent can have been applied.

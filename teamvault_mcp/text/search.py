@@ -12,10 +12,12 @@
   (see :class:`Matcher`).
 
 The :class:`SearchIndex` keeps each note's folded text in memory, by content hash,
-so a search repeated over an unchanged vault does no Unicode work at all. A search that
-finds nothing can ask for the vault's own words closest to a query word
-(:func:`close_words`). Finding notes by name is ``fuzzy.py``; folding text (case and
-accents) is ``folding.py``.
+so a search repeated over an unchanged vault does no Unicode work at all. It keeps the raw
+text only when the caller has nowhere else to keep it: with a disk cache, the raw text of
+the few notes whose hits are shown is loaded again (:class:`NoteText`), and a vault costs
+its folded text and little more. A search that finds nothing can ask for the vault's own
+words closest to a query word (:func:`close_words`). Finding notes by name is ``fuzzy.py``;
+folding text (case and accents) is ``folding.py``.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from teamvault_mcp.text.folding import fold
-from teamvault_mcp.text.fuzzy import path_key
 from teamvault_mcp.text.markdown import Document, Heading, parse, split_lines
 from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
 
@@ -40,6 +41,22 @@ HITS_PER_NOTE = 3
 REGEX_LINE_SECONDS = 0.2
 #: Text kept in memory for searching (raw + folded characters), least recently used first out.
 INDEX_CHARS = 256 * 1024 * 1024
+#: Characters of recently shown notes kept with their lines and outline, so a search asked again is as cheap.
+SHOWN_CHARS = 4 * 1024 * 1024
+
+
+_FOLDED_PATHS: dict[str, str] = {}  # a path folded once per process (bounded below)
+_FOLDED_PATHS_MAX = 200_000
+
+
+def folded_path_of(path: str) -> str:
+    """``path`` folded, as the words of a query are looked for in it; made once per path."""
+    folded = _FOLDED_PATHS.get(path)
+    if folded is None:
+        if len(_FOLDED_PATHS) >= _FOLDED_PATHS_MAX:  # a process that has seen very many paths starts afresh
+            _FOLDED_PATHS.clear()
+        folded = _FOLDED_PATHS[path] = fold(path)
+    return folded
 
 
 def words_of(query: str) -> list[str]:
@@ -51,17 +68,19 @@ def words_of(query: str) -> list[str]:
 # -- the in-memory index ----------------------------------------------------------------------------
 
 
-@dataclass
-class Indexed:
-    """One content, ready to search: its text and, computed when first needed, lines and outline."""
+class NoteText:
+    """One note's text, ready to match lines in and show hits from: raw and folded, their lines and the
+    outline, each made when first needed. Made for the notes a search shows; the index keeps less."""
 
-    raw: str
-    folded: str
-    _lines: list[str] | None = None
-    _folded_lines: list[str] | None = None
-    _outline: Document | None = None
-    _words: frozenset[str] | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    __slots__ = ("_folded_lines", "_lines", "_outline", "folded", "lock", "raw")
+
+    def __init__(self, raw: str, folded: str | None = None) -> None:
+        self.raw = raw
+        self.folded = fold(raw) if folded is None else folded
+        self._lines: list[str] | None = None
+        self._folded_lines: list[str] | None = None
+        self._outline: Document | None = None
+        self.lock = threading.Lock()  # the outline is built once, by whichever thread gets there first
 
     @property
     def lines(self) -> list[str]:
@@ -81,22 +100,52 @@ class Indexed:
             self._outline = parse(self.raw)
         return self._outline
 
+
+class Indexed:
+    """What the index keeps of one content: its folded text, which every search counts words in, and its raw
+    text only when nothing else keeps it (``kept_raw`` is None when the disk cache has it: ``load`` reads it back).
+    """
+
+    __slots__ = ("folded", "kept_raw", "key", "load")
+
+    def __init__(self, key: str, folded: str, kept_raw: str | None, load: Callable[[str], str | None] | None) -> None:
+        self.key = key
+        self.folded = folded
+        self.kept_raw = kept_raw
+        self.load = load
+
     @property
-    def words(self) -> frozenset[str]:
-        """The note's distinct folded words (its vocabulary), for close words to a query word."""
-        if self._words is None:
-            self._words = frozenset(_WORD.findall(self.folded))
-        return self._words
+    def raw(self) -> str:
+        """The raw text: kept, or read back (from the disk cache); :class:`TextGone` when it is not there."""
+        if self.kept_raw is not None:
+            return self.kept_raw
+        text = self.load(self.key) if self.load is not None else None
+        if text is None:
+            raise TextGone(self.key)
+        return text
+
+    def __repr__(self) -> str:
+        return f"Indexed({self.key[:12]!r}, {len(self.folded)} chars{'' if self.kept_raw is None else ', raw kept'})"
+
+
+class TextGone(LookupError):
+    """A note's raw text was not kept and its cache no longer has it (another process evicted it)."""
 
 
 class SearchIndex:
-    """Folded note texts by content hash, bounded by total size; thread-safe."""
+    """Folded note texts by content hash, bounded by total size; and the last shown notes' texts. Thread-safe."""
 
-    def __init__(self, max_chars: int = INDEX_CHARS) -> None:
+    def __init__(self, max_chars: int = INDEX_CHARS, shown_chars: int = SHOWN_CHARS) -> None:
         self.max_chars = max_chars
+        self.shown_chars = shown_chars
         self._entries: OrderedDict[str, Indexed] = OrderedDict()
         self._chars = 0
+        self._shown: OrderedDict[str, NoteText] = OrderedDict()
+        self._shown_chars = 0
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get(self, content_hash: str) -> Indexed | None:
         with self._lock:
@@ -105,18 +154,49 @@ class SearchIndex:
                 self._entries.move_to_end(content_hash)
             return entry
 
-    def add(self, content_hash: str, text: str) -> Indexed:
-        entry = Indexed(text, fold(text))
+    def add(self, content_hash: str, text: str, *, load: Callable[[str], str | None] | None = None) -> Indexed:
+        """Index ``text`` under its hash; with ``load`` (a cache that gives the raw text back), it is not kept."""
+        folded = fold(text)
+        if folded == text:
+            entry = Indexed(content_hash, text, text, None)  # one string serves both, for free
+        else:
+            entry = Indexed(content_hash, folded, text if load is None else None, load)
         with self._lock:
             old = self._entries.pop(content_hash, None)
             if old is not None:
-                self._chars -= len(old.raw) + len(old.folded)
+                self._chars -= _chars(old)
             self._entries[content_hash] = entry
-            self._chars += len(text) + len(entry.folded)
+            self._chars += _chars(entry)
             while self._chars > self.max_chars and len(self._entries) > 1:
                 _, dropped = self._entries.popitem(last=False)
-                self._chars -= len(dropped.raw) + len(dropped.folded)
+                self._chars -= _chars(dropped)
         return entry
+
+    def text(self, entry: Indexed, raw: str | None = None) -> NoteText | None:
+        """The note's :class:`NoteText`: a recently shown one, else made from the kept raw text or ``raw``;
+        None when neither has it."""
+        with self._lock:
+            shown = self._shown.get(entry.key)
+            if shown is not None:
+                self._shown.move_to_end(entry.key)
+                return shown
+        raw = entry.kept_raw if entry.kept_raw is not None else raw
+        if raw is None:
+            return None
+        note = NoteText(raw, entry.folded)
+        with self._lock:
+            if entry.key not in self._shown and len(raw) <= self.shown_chars // 4:
+                self._shown[entry.key] = note
+                self._shown_chars += len(raw)
+                while self._shown_chars > self.shown_chars:
+                    _, dropped = self._shown.popitem(last=False)
+                    self._shown_chars -= len(dropped.raw)
+        return note
+
+
+def _chars(entry: Indexed) -> int:
+    kept = entry.kept_raw
+    return len(entry.folded) + (len(kept) if kept is not None and kept is not entry.folded else 0)
 
 
 # -- searching notes ------------------------------------------------------------------------------------
@@ -186,15 +266,15 @@ class Matcher:
         """What is counted per note: the words, or the phrase as one term (none for a regex)."""
         return self.words or ([self.phrase] if self.phrase else [])
 
-    def counts(self, path: str, entry: Indexed) -> list[int]:
+    def counts(self, path: str, entry: Indexed | NoteText) -> list[int]:
         """How often each term occurs in the note (its path counts once); the note matches if none is 0.
 
         Runs on every note of a text or phrase search, so it only uses ``str.count``.
         """
-        folded_path = path_key(path).folded
+        folded_path = folded_path_of(path)
         return [entry.folded.count(term) + (term in folded_path) for term in self.terms]
 
-    def lines(self, path: str, entry: Indexed, deadline: float | None = None) -> list[LineMatch]:
+    def lines(self, path: str, entry: NoteText, deadline: float | None = None) -> list[LineMatch]:
         """The matching lines of a note, scored; [] when the note does not match.
 
         Cheap on purpose: it runs on every note. A regex search checks ``deadline``
@@ -210,10 +290,10 @@ class Matcher:
                 for index, folded in enumerate(entry.folded_lines)
                 if self.phrase in folded
             ]
-        key = path_key(path)
-        if not all(word in entry.folded or word in key.folded for word in self.words):
+        folded_path = folded_path_of(path)
+        if not all(word in entry.folded or word in folded_path for word in self.words):
             return []
-        path_bonus = 2.0 * sum(1 for word in self.words if word in key.folded)
+        path_bonus = 2.0 * sum(1 for word in self.words if word in folded_path)
         found = []
         for index, folded in enumerate(entry.folded_lines):
             present = [word for word in self.words if word in folded]
@@ -249,7 +329,7 @@ class Matcher:
             at = text.find(rare, end)
         return False
 
-    def _regex_lines(self, path: str, entry: Indexed, deadline: float | None) -> list[LineMatch]:
+    def _regex_lines(self, path: str, entry: NoteText, deadline: float | None) -> list[LineMatch]:
         assert self.regex is not None
         compiled, untimed = self.regex.compiled, self.regex.untimed_chars
         found = []
@@ -275,7 +355,7 @@ class Matcher:
                 found.append(LineMatch(index, 10.0 + _early(index), match.start()))
         return found
 
-    def hit(self, path: str, entry: Indexed, match: LineMatch) -> Hit:
+    def hit(self, path: str, entry: NoteText, match: LineMatch) -> Hit:
         """The hit to show for a matching line: snippet around the match, breadcrumb, tocPath."""
         line = entry.lines[match.index]
         start = max(match.start, 0)
@@ -300,6 +380,7 @@ class Candidate:
     entry: Indexed
     score: float
     lines: list[LineMatch] | None = None  # known already for a regex search
+    text: NoteText | None = None  # known already for a regex search
 
 
 class BM25:
@@ -317,13 +398,19 @@ class BM25:
         return sum(w * c * (self.K1 + 1) / (c + norm) for w, c in zip(self.weights, counts, strict=True))
 
 
-def rank(candidates: list[Candidate], matcher: Matcher, limit: int) -> tuple[list[Hit], int]:
+def rank(
+    candidates: list[Candidate],
+    matcher: Matcher,
+    limit: int,
+    text_of: Callable[[Candidate], NoteText | None] | None = None,
+) -> tuple[list[Hit], int]:
     """The hits to show and how many notes they come from.
 
     A line holding every query word ranks above every line holding only some, whatever its note's
     score: first the notes that have such a line, best first, then the others; of each note its 3
     best lines (those holding every word first); and then all the lines holding every word go before
-    the rest, each group in that order.
+    the rest, each group in that order. ``text_of`` gives a candidate's text when the index did not keep
+    it (None: it could not be had, and the note is passed over); by default the kept raw text.
     """
     full: list[Hit] = []
     partial: list[Hit] = []
@@ -331,10 +418,15 @@ def rank(candidates: list[Candidate], matcher: Matcher, limit: int) -> tuple[lis
     for candidate in sorted(candidates, key=lambda c: (not has_full[c.path], -c.score, c.path)):
         if len(full) >= limit or (len(full) + len(partial) >= limit and not has_full[candidate.path]):
             break
-        matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, candidate.entry)
+        text = candidate.text
+        if text is None:
+            text = text_of(candidate) if text_of is not None else _kept_text(candidate.entry)
+        if text is None:
+            continue
+        matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, text)
         best = sorted(matches, key=lambda match: (not match.complete, -match.score, match.index))[:HITS_PER_NOTE]
         for match in best:
-            (full if match.complete else partial).append(matcher.hit(candidate.path, candidate.entry, match))
+            (full if match.complete else partial).append(matcher.hit(candidate.path, text, match))
     shown = (full + partial)[:limit]
     return shown, len({hit.path for hit in shown})
 
@@ -351,7 +443,7 @@ def vocabulary(entries: Iterable[Indexed], deadline: float | None = None) -> Cou
     for entry in entries:
         if deadline is not None and time.monotonic() > deadline:
             break
-        counts.update(entry.words)
+        counts.update(frozenset(_WORD.findall(entry.folded)))
     return counts
 
 
@@ -390,6 +482,10 @@ def _edits(one: str, other: str, most: int) -> int:
             return most + 1
         previous2, previous = previous, current
     return previous[-1]
+
+
+def _kept_text(entry: Indexed) -> NoteText | None:
+    return NoteText(entry.kept_raw, entry.folded) if entry.kept_raw is not None else None
 
 
 def snippet(line: str, start: int, width: int = SNIPPET_CHARS) -> str:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
     from teamvault_mcp.vault.interrupt import CancelToken
     from teamvault_mcp.vault.retry import Budget
+    from teamvault_mcp.vault.sync import VaultSync
 
 #: Reports progress to the host, if it asked for it: (done, total, message).
 Progress = Callable[[float, float | None, str], None]
@@ -72,7 +73,8 @@ class ToolSet:
 @dataclass
 class ToolContext:
     """What a handler needs: the call's client and default project, and for searching, the call's
-    budget and cancel token, the content cache, the in-memory search index and a progress reporter."""
+    budget and cancel token, the content cache, the in-memory search index, the syncs of the
+    session (what is being fetched, whether the server has folder archives) and a progress reporter."""
 
     client: TeamVaultClient
     default_project_id: str | None
@@ -81,6 +83,7 @@ class ToolContext:
     cache_for: Callable[[str], ContentCache | None] | None = None
     index: SearchIndex | None = None
     progress: Progress | None = None
+    sync: VaultSync | None = None
     #: The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured).
     schemas: SchemaRegistry | None = None
     #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified; a write that finds

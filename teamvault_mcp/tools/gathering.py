@@ -1,9 +1,15 @@
 """The notes of a project, gathered cheaply within the call's budget: what search and the link index read.
 
 One listing gives every note's ``contentHash``; a note is taken from the in-memory index, else
-from the disk cache, else downloaded (8 at a time) and then cached. Downloading stops when the
+from the disk cache, else fetched by the cold sync (``vault/sync.py``: folder archives where
+they pay, single downloads elsewhere, 8 at a time) and then cached. Fetching stops when the
 call's budget runs low or the host cancels; the caller then answers with what it has, marked
-partial. Shared by the tool families that read every note of a folder or vault (search_notes,
+partial. Notes the server's warm-up (:func:`warm_up`) is fetching at that moment are waited
+for, not fetched twice. The index keeps each note's folded text; the raw text of the notes a
+search shows is read back from the content cache (:class:`Texts`; downloaded again, should
+another process have evicted it).
+
+Shared by the tool families that read every note of a folder or vault (search_notes,
 replace_in_notes, the link index), so it imports none of them.
 """
 
@@ -12,22 +18,28 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import queue
+import logging
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError
-from teamvault_mcp.text.search import Indexed, SearchIndex
+from teamvault_mcp.text.search import Candidate, Indexed, NoteText, SearchIndex
 from teamvault_mcp.tools.context import ToolContext
+from teamvault_mcp.vault.sync import VaultSync, key_of
 
 if TYPE_CHECKING:
+    from teamvault_mcp.vault.background import Foreground, WarmUp
+    from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.client import VaultFile
 
+log = logging.getLogger(__name__)
+
 PARALLEL_DOWNLOADS = 8
+#: Workers of the warm-up: a few connections of the pool's 16, so calls always find an idle one.
+WARM_UP_WORKERS = 2
 #: Downloads stop when less than this is left of the call's budget: time to search, rank and answer.
 RESERVE_SECONDS = 2.5
 #: At most one progress notification per this many seconds.
@@ -77,79 +89,149 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def gather(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> Gathered:
-    """Every note's content: from memory, from the disk cache, or downloaded while the budget allows."""
+def gather(
+    ctx: ToolContext,
+    project_id: str,
+    files: list[VaultFile],
+    *,
+    listing: list[VaultFile] | None = None,
+    scope: str | None = None,
+) -> Gathered:
+    """Every note's content: from memory, from the disk cache, or fetched while the budget allows.
+
+    ``listing`` is everything the listing gave under ``scope`` (its prefix), images too: what a
+    folder's archive would hold.
+    """
     index = ctx.index if ctx.index is not None else SearchIndex()
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
     gathered = Gathered([])
     missing: list[VaultFile] = []
     for file in files:
-        entry = index.get(file.content_hash) if file.content_hash else None
-        if entry is None and cache is not None and file.content_hash:
-            data = cache.get(file.content_hash, file.size)
-            if data is not None:
-                entry = index.add(file.content_hash, data.decode("utf-8", errors="replace"))
+        entry = known(file, index, cache)
         if entry is None:
             missing.append(file)
         else:
             gathered.ready.append((file, entry))
     if missing:
-        _download(ctx, project_id, missing, gathered, index)
+        _fetch(ctx, project_id, listing if listing is not None else files, missing, gathered, scope)
     return gathered
 
 
-def _download(
-    ctx: ToolContext, project_id: str, missing: list[VaultFile], gathered: Gathered, index: SearchIndex
+def known(file: VaultFile, index: SearchIndex, cache: ContentCache | None) -> Indexed | None:
+    """The note's entry in the index, put there from the disk cache if need be; None if neither has it."""
+    if not file.content_hash:
+        return None
+    entry = index.get(file.content_hash)
+    if entry is None and cache is not None:
+        data = cache.get(file.content_hash, file.size, keep_in_memory=False)
+        if data is not None:
+            entry = index.add(file.content_hash, data.decode("utf-8", errors="replace"), load=cache.text)
+    return entry
+
+
+def indexer(index: SearchIndex, cache: ContentCache | None) -> Callable[[str, bytes, bool], None]:
+    """What a sync does with each note it fetched: into the search index (its raw text too, if no cache kept it)."""
+
+    def add(content_hash: str, data: bytes, cached: bool) -> None:
+        load = cache.text if cached and cache is not None else None
+        index.add(content_hash, data.decode("utf-8", errors="replace"), load=load)
+
+    return add
+
+
+def _fetch(
+    ctx: ToolContext,
+    project_id: str,
+    listing: list[VaultFile],
+    missing: list[VaultFile],
+    gathered: Gathered,
+    scope: str | None,
 ) -> None:
-    """Fetch ``missing`` with up to 8 workers, each with a client of its own; stop early rather than run out."""
+    """Fetch ``missing`` through the session's sync, with up to 8 workers; stop early rather than run out."""
+    index = ctx.index if ctx.index is not None else SearchIndex()
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
-    todo: queue.SimpleQueue[VaultFile] = queue.SimpleQueue()
-    for file in missing:
-        todo.put(file)
+    project = (ctx.sync or VaultSync()).project(project_id, cache, indexer(index, cache))
     lock = threading.Lock()
-    stopped: list[str] = []
     last_report = [0.0]
 
-    def keep_going() -> bool:
+    def keep_going() -> str | None:
         if ctx.token is not None and ctx.token.cancelled:
-            stopped.append("the call was cancelled")
-        elif ctx.budget is not None and ctx.budget.remaining() < RESERVE_SECONDS:
-            stopped.append("the call's time budget ran out")
-        return not stopped
+            return "the call was cancelled"
+        if ctx.budget is not None and ctx.budget.remaining() < RESERVE_SECONDS:
+            return "the call's time budget ran out"
+        return None
 
-    def worker() -> None:
-        client = ctx.client.fork()
-        try:
-            while keep_going():
-                try:
-                    file = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    data = client.download(project_id, file.id)
-                except CallCancelledError:
-                    stopped.append("the call was cancelled")
-                    return
-                except TeamVaultError:
-                    continue  # counted as not searched below; one unreadable note does not stop the search
-                content_hash = hashlib.sha256(data).hexdigest()
-                if cache is not None:
-                    cache.put(content_hash, data)
-                entry = index.add(content_hash, data.decode("utf-8", errors="replace"))
-                with lock:
-                    gathered.ready.append((file, entry))
-                    gathered.downloaded += 1
-                    done = gathered.downloaded
-                _report(ctx, done, len(missing), last_report, lock)
-        finally:
-            client.close()
+    def archive_seconds() -> float:  # an archive may take what is left, less the time to search and answer
+        return ctx.budget.remaining() - RESERVE_SECONDS if ctx.budget is not None else float("inf")
 
-    with ThreadPoolExecutor(max_workers=min(PARALLEL_DOWNLOADS, len(missing)), thread_name_prefix="search") as pool:
-        for _ in range(min(PARALLEL_DOWNLOADS, len(missing))):
-            pool.submit(worker)
+    def progress(done: int, total: int) -> None:
+        _report(ctx, done, total, last_report, lock)
+
+    stopped, settled = project.fetch(
+        ctx.client,
+        listing,
+        missing,
+        workers=min(PARALLEL_DOWNLOADS, len(missing)),
+        keep_going=keep_going,
+        archive_seconds=archive_seconds,
+        scope=scope,
+        progress=progress,
+    )
+    for file in missing:
+        content_hash = settled.get(key_of(file))
+        entry = index.get(content_hash) if content_hash else None
+        if entry is None and content_hash and cache is not None:  # pushed out of a full index meanwhile
+            entry = known(file._replace(content_hash=content_hash), index, cache)
+        if entry is not None:
+            gathered.ready.append((file, entry))
+            gathered.downloaded += 1
     gathered.not_searched = len(missing) - gathered.downloaded
     if gathered.not_searched:
-        gathered.why_partial = stopped[0] if stopped else "some notes could not be downloaded"
+        gathered.why_partial = stopped or "some notes could not be downloaded"
+
+
+class Texts:
+    """The raw texts of gathered notes, for the lines a search matches or shows: kept by the index, else read
+    from the content cache, else downloaded again (another process may have evicted them since)."""
+
+    def __init__(self, ctx: ToolContext, project_id: str, gathered: Gathered) -> None:
+        self._ctx = ctx
+        self._project_id = project_id
+        self._index = ctx.index if ctx.index is not None else SearchIndex()
+        self._cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
+        self._files = {entry.key: file for file, entry in gathered.ready}
+
+    def of(self, file: VaultFile, entry: Indexed, *, shown: bool = True) -> NoteText | None:
+        if entry.kept_raw is not None:
+            return NoteText(entry.kept_raw, entry.folded) if not shown else self._index.text(entry)
+        if shown:
+            kept = self._index.text(entry)
+            if kept is not None:
+                return kept
+        data = self._cache.get(entry.key, file.size, keep_in_memory=shown) if self._cache is not None else None
+        if data is None:
+            data = self._download(file, entry.key)
+        if data is None:
+            return None
+        raw = data.decode("utf-8", errors="replace")
+        return self._index.text(entry, raw) if shown else NoteText(raw, entry.folded)
+
+    def of_candidate(self, candidate: Candidate) -> NoteText | None:
+        file = self._files.get(candidate.entry.key)
+        return self.of(file, candidate.entry) if file is not None else None
+
+    def _download(self, file: VaultFile, content_hash: str) -> bytes | None:
+        try:
+            data = self._ctx.client.download(self._project_id, file.id)
+        except CallCancelledError:
+            raise
+        except TeamVaultError as error:
+            log.info("cannot read %s again to show its hits: %s", file.path, error)
+            return None
+        if hashlib.sha256(data).hexdigest() != content_hash:
+            return None  # changed since the listing: its hits would point at other lines
+        self._ctx.remember(self._project_id, data)
+        return data
 
 
 def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: threading.Lock) -> None:
@@ -161,3 +243,58 @@ def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: th
             return
         last[0] = now
     ctx.progress(done, total, f"downloaded {done} of {total} notes to search")
+
+
+# -- the warm-up ---------------------------------------------------------------------------------------
+
+
+def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
+    """Put the default project's notes into the disk cache and the search index, stepping aside for calls.
+
+    One listing; the notes the disk cache has go into the index, the others are fetched by
+    the session's sync with :data:`WARM_UP_WORKERS` workers. Before each note read from the
+    disk and each job, it waits while any tool call runs; a search that arrives meanwhile
+    fetches what is left itself and waits only for what is in flight.
+    """
+    project_id = ctx.default_project_id
+    assert project_id is not None and ctx.token is not None and ctx.budget is not None
+    token, budget = ctx.token, ctx.budget
+
+    def keep_going() -> str | None:
+        foreground.wait_until_idle(token.event)
+        if token.cancelled:
+            return "the server is stopping"
+        if budget.remaining() < RESERVE_SECONDS:
+            return "its time ran out"
+        return None
+
+    with gc_paused():
+        listing = ctx.client.list_files(project_id)
+    files = [file for file in listing if file.file_type == "TEXT"]
+    report.notes = len(files)
+    report.listed.set()
+    index = ctx.index if ctx.index is not None else SearchIndex()
+    cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
+    missing: list[VaultFile] = []
+    for file in files:
+        stop = keep_going()
+        if stop is not None:
+            report.stopped = stop
+            return
+        already = file.content_hash is not None and index.get(file.content_hash) is not None
+        if known(file, index, cache) is None:
+            missing.append(file)
+        elif not already:
+            report.from_cache += 1
+    if not missing:
+        return
+    project = (ctx.sync or VaultSync()).project(project_id, cache, indexer(index, cache))
+    report.stopped, settled = project.fetch(
+        ctx.client,
+        listing,
+        missing,
+        workers=WARM_UP_WORKERS,
+        keep_going=keep_going,
+        archive_seconds=lambda: budget.remaining() - RESERVE_SECONDS,
+    )
+    report.fetched = sum(1 for content_hash in settled.values() if content_hash is not None)

@@ -50,6 +50,7 @@ from teamvault_mcp.tools.spec import (
 )
 from teamvault_mcp.tools.versions import describe
 from teamvault_mcp.tools.writes import expect, mime_type_for, result_with, settle, settle_content
+from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -90,6 +91,14 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     data = args["content"].encode("utf-8")
     new_hash = sha256_hex(data)
     expected = args.get("expectedHash")
+    if args.get("mode") == "create" and expected is None:
+        # One request: the POST itself refuses a live note at the path (409 path_exists). A new note's name
+        # without an extension gets .md, as below.
+        given = None
+        if not has_extension(path):
+            given, path = path, path + NOTE_EXTENSION
+            ctx.facts["paths"] = [path]
+        return _create_note(ctx, project_id, args, path, data, given)
     existing = ctx.client.find_file(project_id, path)
     given = None
     if existing is None and not has_extension(path):  # a name as links write it: the note is name.md
@@ -100,10 +109,7 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if existing is None:
         return _create_note(ctx, project_id, args, path, data, given)
     if args.get("mode") == "create":
-        raise TeamVaultError(
-            f"Note already exists: {path}. mode=create never overwrites; use mode=update (or upsert) "
-            "to replace it, or choose another path."
-        )
+        raise _already_exists(path)
     if existing.file_type != "TEXT":
         raise NotTextError(path, existing.mime_type or existing.file_type)
     ctx.facts.update(hashBefore=existing.content_hash, hashAfter=new_hash)
@@ -125,14 +131,20 @@ def _create_note(
     stored_path_of(path, incoming=True)  # the server's gate for new paths, before the POST
     new_hash = sha256_hex(data)
     ctx.facts.update(hashBefore=None, hashAfter=new_hash)
-    written, verified = settle_content(
-        ctx,
-        project_id,
-        path,
-        lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
-        before=None,
-        data=data,
-    )
+    try:
+        written, verified = settle_content(
+            ctx,
+            project_id,
+            path,
+            lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
+            before=None,
+            data=data,
+        )
+    except HTTPStatusError as error:
+        if error.status == 409 and error.code == "path_exists" and not outcome(error).uncertain:
+            ctx.facts.clear()  # nothing is known of the note that is there
+            raise _already_exists(path) from None
+        raise
     size = written.size if written.size is not None else len(data)
     result = {"path": written.path, "action": "created", "size": size, "contentHash": new_hash}
     said = f"Created {written.path} ({size:,} bytes); its contentHash is {new_hash}.{_md_added(given)}"
@@ -150,6 +162,13 @@ def _given(result: dict[str, Any], given: str | None) -> dict[str, Any]:
     if given is not None:
         result["givenPath"] = given
     return result
+
+
+def _already_exists(path: str) -> TeamVaultError:
+    return TeamVaultError(
+        f"Note already exists: {path}. mode=create never overwrites; use mode=update (or upsert) "
+        "to replace it, or choose another path."
+    )
 
 
 # -- edit_note --------------------------------------------------------------------------------------

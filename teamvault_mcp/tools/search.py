@@ -1,7 +1,7 @@
 """The search tools, search_notes and find_notes: the vault's notes, gathered cheaply, searched within the budget.
 
 The server has no search endpoint, so the MCP searches itself, on the notes
-``gathering.py`` gathers (from memory, the disk cache, or downloaded within the
+``gathering.py`` gathers (from memory, the disk cache, or fetched by the cold sync within the
 budget). When not every note could be gathered, the search answers with what it
 has, marked partial, saying how many notes it did not search.
 """
@@ -32,7 +32,7 @@ from teamvault_mcp.text.search import (
     vocabulary,
 )
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.gathering import Gathered, gather, gc_paused
+from teamvault_mcp.tools.gathering import Gathered, Texts, gather, gc_paused
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import STRING, See, Tool, object_schema
 
@@ -60,14 +60,16 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         raise ToolInputError("The query has nothing to search for; give at least one word.")
     prefix = folder_prefix(args.get("prefix"))
     with gc_paused():  # a listing is thousands of objects at once
-        files = [file for file in ctx.client.list_files(project_id, prefix=prefix) if file.file_type == "TEXT"]
-    gathered = gather(ctx, project_id, files)
+        listing = ctx.client.list_files(project_id, prefix=prefix)
+        files = [file for file in listing if file.file_type == "TEXT"]
+    gathered = gather(ctx, project_id, files, listing=listing, scope=prefix)
+    texts = Texts(ctx, project_id, gathered)
     with gc_paused():  # tens of thousands of short-lived objects; no full collection in between, please
-        scored = _score(ctx, matcher, gathered, mode)
-        corrected = _corrected(ctx, matcher, gathered, scored) if not scored.candidates else None
+        scored = _score(ctx, matcher, gathered, mode, texts)
+        corrected = _corrected(ctx, matcher, gathered, scored, texts) if not scored.candidates else None
         if corrected is not None:
             matcher, scored = corrected
-        shown, notes_shown = rank(scored.candidates, matcher, limit)
+        shown, notes_shown = rank(scored.candidates, matcher, limit, texts.of_candidate)
     total_notes = len(scored.candidates)
     slow_lines = sum(matcher.slow_lines.values())
     result: dict[str, Any] = {
@@ -139,7 +141,9 @@ def _vocabulary(ctx: ToolContext, gathered: Gathered) -> Counter[str]:
     return vocabulary((entry for _, entry in gathered.ready), deadline=time.monotonic() + max(seconds, 0.0))
 
 
-def _corrected(ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: Scored) -> tuple[Matcher, Scored] | None:
+def _corrected(
+    ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: Scored, texts: Texts
+) -> tuple[Matcher, Scored] | None:
     """A text search whose words are not all in the vault, made again with the closest word of the vault for
     each missing one (a typo: ``failovr``); None when a word has no close word, or the new search finds nothing."""
     if matcher.mode != "text":  # a phrase or a regex counts its notes as one term, not word by word
@@ -155,7 +159,7 @@ def _corrected(ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: S
             return None
         replaced[word] = close[0][0]
     fixed = Matcher(" ".join(replaced.get(word, word) for word in matcher.words), "text")
-    again = _score(ctx, fixed, gathered, "text")
+    again = _score(ctx, fixed, gathered, "text", texts)
     if not again.candidates:
         return None
     again.replaced = replaced
@@ -206,7 +210,7 @@ def _notes(count: int) -> str:
     return "in no note" if not count else f"in {count:,} note{'s' if count != 1 else ''}"
 
 
-def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) -> Scored:
+def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str, texts: Texts) -> Scored:
     """Every matching note with its score; stops early (partial) when time runs out."""
     stop_at = time.monotonic() + (REGEX_SECONDS if mode == "regex" else float("inf"))
     if ctx.budget is not None:
@@ -220,10 +224,11 @@ def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str) ->
             if (ctx.token is not None and ctx.token.cancelled) or time.monotonic() > stop_at:
                 raise TimeUp()
             if matcher.regex is not None:
-                matches = matcher.lines(file.path, entry, deadline=stop_at)
+                text = texts.of(file, entry, shown=False)
+                matches = matcher.lines(file.path, text, deadline=stop_at) if text is not None else []
                 if matches:
                     score = len(matches) + max(match.score for match in matches)
-                    candidates.append(Candidate(file.path, entry, score, matches))
+                    candidates.append(Candidate(file.path, entry, score, matches, text))
             else:
                 counts = matcher.counts(file.path, entry)
                 for term, count in enumerate(counts):

@@ -40,12 +40,14 @@ import re
 import secrets
 import stat
 import sys
+import tempfile
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import IO
 
 from teamvault_mcp.vault import cachefiles as files
 
@@ -85,10 +87,12 @@ class ContentCache:
         self.directory = root.path / self.name
         self.hits = self.misses = self.corrupt = 0
 
-    def get(self, content_hash: str, size: int | None = None) -> bytes | None:
+    def get(self, content_hash: str, size: int | None = None, *, keep_in_memory: bool = True) -> bytes | None:
         """The bytes with this hash, or None: not cached, or found unfit (and then removed).
 
         ``size``, the note's size from the listing, caps what is read; None: the per-entry maximum.
+        ``keep_in_memory=False``: an entry read from disk is not kept in the memory cache (a search
+        reading the whole vault into its index must not push out what reads use).
         """
         data = self.root.recall(self.name, content_hash)
         if data is None and not _HASH.fullmatch(content_hash):  # not a hash we could have stored
@@ -96,7 +100,7 @@ class ContentCache:
             return None
         if data is None:
             limit = self.root.max_entry_bytes if size is None or size < 0 else min(size, self.root.max_entry_bytes)
-            data, problem = self.root.load(self.name, content_hash, limit)
+            data, problem = self.root.load(self.name, content_hash, limit, keep_in_memory=keep_in_memory)
             if problem is not None:
                 log.warning("cache entry %s %s; it is removed and fetched again", content_hash[:12], problem)
                 self.corrupt += 1
@@ -106,11 +110,31 @@ class ContentCache:
             self.hits += 1
         return data
 
-    def put(self, content_hash: str, data: bytes) -> None:
-        """Keep ``data`` under its hash (a wrong hash or a too large entry is not stored)."""
-        if len(data) > self.root.max_entry_bytes or hashlib.sha256(data).hexdigest() != content_hash:
-            return
-        self.root.store(self.name, content_hash, data)
+    def text(self, content_hash: str) -> str | None:
+        """The entry as text (for the search index, which keeps only the folded text of cached notes)."""
+        data = self.get(content_hash, keep_in_memory=False)
+        return data.decode("utf-8", errors="replace") if data is not None else None
+
+    def put(self, content_hash: str, data: bytes) -> bool:
+        """Keep ``data`` under its hash; whether it was stored (a wrong hash or a too large entry is not)."""
+        return self.put_many([(content_hash, data)], keep_in_memory=True) == 1
+
+    def put_many(self, entries: list[tuple[str, bytes]], *, keep_in_memory: bool = False) -> int:
+        """Keep several entries, logged and bounded at once (a synced folder); how many were stored.
+
+        ``keep_in_memory``: also keep them in the memory cache (a read or a write just saw them);
+        a sync does not, so that it does not push out what reads use.
+        """
+        fit = [
+            (content_hash, data)
+            for content_hash, data in entries
+            if len(data) <= self.root.max_entry_bytes and hashlib.sha256(data).hexdigest() == content_hash
+        ]
+        return self.root.store_many(self.name, fit, keep_in_memory=keep_in_memory) if fit else 0
+
+    def spool(self) -> IO[bytes]:
+        """An unnamed temp file under the cache directory, for a download on its way in (gone when closed)."""
+        return self.root.spool()
 
 
 class CacheRoot:
@@ -147,7 +171,9 @@ class CacheRoot:
                 self._hits[key] = None  # moved to the back of the index at the next store, not here: cheap
             return data
 
-    def load(self, name: str, content_hash: str, limit: int) -> tuple[bytes | None, str | None]:
+    def load(
+        self, name: str, content_hash: str, limit: int, *, keep_in_memory: bool = True
+    ) -> tuple[bytes | None, str | None]:
         """The entry's bytes read from disk (at most ``limit``), or None and what was wrong with it, if anything."""
         try:
             with files.directories(self.path, name, content_hash, create=False) as bucket:
@@ -175,45 +201,53 @@ class CacheRoot:
                     self._note(key, len(data), stamp)
             finally:
                 self._lock.release()
-        self._keep_in_memory(key, data)
+        if keep_in_memory:
+            self._keep_in_memory(key, data)
         return data, None
 
     # -- writes ------------------------------------------------------------------------------------
 
     def store(self, name: str, content_hash: str, data: bytes) -> None:
         """Write an entry, log it, and evict the least recently used entries of the root beyond the bound."""
-        key = f"{name}/{content_hash}"
+        self.store_many(name, [(content_hash, data)], keep_in_memory=True)
+
+    def store_many(self, name: str, entries: list[tuple[str, bytes]], *, keep_in_memory: bool) -> int:
+        """Write entries, log them in one go, then evict beyond the bound; how many were written."""
+        written: list[tuple[str, int]] = []
         try:
-            self._write(name, content_hash, data)
-        except OSError as error:
+            self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with files.Writer(self.path, name) as writer:
+                for content_hash, data in entries:
+                    writer.write(content_hash, data)
+                    key = f"{name}/{content_hash}"
+                    written.append((key, len(data)))
+                    if keep_in_memory:
+                        self._keep_in_memory(key, data)
+        except OSError as error:  # a full disk, say: the rest would fail the same way
             log.warning("cannot write to the cache in %s: %s", self.path, error)
-            return
-        self._keep_in_memory(key, data)
+        if not written:
+            return 0
         with self._lock:
             try:
                 if self._index is None:
                     self._rescan()
-                self._note(key, len(data), time.time_ns())
+                stamp = time.time_ns()
+                for key, size in written:
+                    self._note(key, size, stamp)
                 # Logged before reading what others logged: of two processes storing at once, at least
                 # one sees both entries, so the bound holds once they are done.
-                self._append([f"+{key} {len(data)}\n"])
+                self._append([f"+{key} {size}\n" for key, size in written])
                 self._follow()
                 self._count_memory_hits()
                 self._evict()
             except OSError as error:
                 log.warning("cannot keep the cache in %s within its bound: %s", self.path, error)
+        return len(written)
 
-    def _write(self, name: str, content_hash: str, data: bytes) -> None:
+    def spool(self) -> IO[bytes]:
+        """An unnamed temp file in the root (O_TMPFILE where there is one): it never outlives its handle."""
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for attempt in range(2):
-            try:
-                with files.directories(self.path, name, content_hash, create=True) as bucket:
-                    assert bucket is not None
-                    files.write_into(bucket, content_hash, data)
-                return
-            except FileNotFoundError:  # a directory just emptied and removed by another process's rescan
-                if attempt:
-                    raise
+        return tempfile.TemporaryFile(dir=self.path, prefix=files.TEMP_PREFIX)
 
     def _keep_in_memory(self, key: str, data: bytes) -> None:
         limit = min(MEMORY_MAX_BYTES, self.max_bytes)

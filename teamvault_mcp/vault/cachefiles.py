@@ -84,6 +84,55 @@ def _open_directory(parent: int, name: str, *, create: bool) -> int | None:
     raise OSError(errno.ENOTDIR, "cannot make a cache directory", name)
 
 
+class Writer:
+    """Writes entries of one namespace, its directories opened once for all of them (a synced folder's notes).
+
+    Each directory is opened as :func:`directories` opens it; one removed meanwhile by another
+    process's rescan is made and opened again, once per entry.
+    """
+
+    def __init__(self, root: Path, name: str) -> None:
+        self._root = root
+        self._name = name
+        self._namespace: list[int] = []  # root, namespace
+        self._buckets: dict[str, int] = {}
+
+    def write(self, content_hash: str, data: bytes) -> None:
+        for attempt in range(2):
+            try:
+                write_into(self._bucket(content_hash[:2]), content_hash, data)
+                return
+            except FileNotFoundError:  # a directory just emptied and removed by another process's rescan
+                self.close()
+                if attempt:
+                    raise
+
+    def _bucket(self, prefix: str) -> int:
+        if not self._namespace:
+            self._namespace.append(os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+            namespace = _open_directory(self._namespace[0], self._name, create=True)
+            assert namespace is not None
+            self._namespace.append(namespace)
+        bucket = self._buckets.get(prefix)
+        if bucket is None:
+            opened = _open_directory(self._namespace[1], prefix, create=True)
+            assert opened is not None
+            bucket = self._buckets[prefix] = opened
+        return bucket
+
+    def close(self) -> None:
+        for handle in [*self._buckets.values(), *self._namespace]:
+            os.close(handle)
+        self._buckets.clear()
+        self._namespace.clear()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def read_regular(bucket: int, content_hash: str, limit: int) -> tuple[bytes | None, str | None]:
     """At most ``limit`` bytes of a regular file; (None, None) when absent, (None, why) when unfit."""
     try:

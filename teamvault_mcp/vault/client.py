@@ -9,12 +9,14 @@ endpoints and shapes are those of docs/teamvault-api.md §3, §4 and §9.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 from urllib.parse import quote
 
 from teamvault_mcp.errors import (
@@ -231,6 +233,41 @@ class TeamVaultClient:
     def download(self, project_id: str, file_id: str) -> bytes:
         return self._request("GET", _file(project_id, file_id)).body
 
+    def download_folder(self, project_id: str, folder: str, into: IO[bytes], *, max_bytes: int, seconds: float) -> None:
+        """``GET /folders/download?path=<folder>`` (§5.3): the folder's zip, written into ``into`` as it comes.
+
+        An attempt may take up to ``seconds`` (an archive can be far larger than a note) as long
+        as bytes keep coming: it stalls out after the usual attempt limit without any. At most
+        ``max_bytes`` are taken. ``into`` is emptied before each attempt.
+        """
+        policy = dataclasses.replace(self._policy, attempt_timeout=max(seconds, self._policy.min_time_to_start))
+        self._request(
+            "GET",
+            f"{_project(project_id)}/folders/download",
+            params={"path": folder},
+            headers={"Accept": "application/zip", "Accept-Encoding": "identity"},  # a zip is compressed already
+            sink=into,
+            max_body=max_bytes,
+            policy=policy,
+        )
+
+    def has_folder_download(self, project_id: str) -> bool | None:
+        """Whether the server has the folder archive route: True, False, or None when it cannot be told.
+
+        Asked without a ``path``, the route answers 400 ``missing_path`` (after the key and the
+        project are checked); a server without it answers an unknown route's 404 (or a 405).
+        A 404 alone cannot tell: the route answers 404 for a folder without live files too.
+        """
+        try:
+            self._request("GET", f"{_project(project_id)}/folders/download", sink=io.BytesIO(), max_body=64 * 1024)
+        except HTTPStatusError as error:
+            return True if error.status == 400 else False if error.status in (404, 405) else None
+        except CallCancelledError:
+            raise
+        except TeamVaultError:
+            return None
+        return True  # an archive of something: the route is there
+
     def create_file(self, project_id: str, path: str, content: bytes, mime_type: str) -> VaultFile:
         """``POST /files`` (multipart). 409 ``path_exists`` if a live file is there already."""
         filename = path.rsplit("/", 1)[-1]
@@ -317,8 +354,16 @@ class TeamVaultClient:
         data: Any = None,
         files: Any = None,
         about: Mapping[str, str] | None = None,
+        sink: IO[bytes] | None = None,
+        max_body: int | None = None,
+        policy: RetryPolicy | None = None,
     ) -> Answer:
         shown_path = _with_query(api_path, params)
+        extra: dict[str, Any] = {}
+        if sink is not None:  # a long download into a file: a longer attempt, bounded by the usual stall limit
+            extra = {"sink": sink, "stall": self._policy.attempt_timeout}
+        if max_body is not None:
+            extra["max_body"] = max_body
         all_headers = {"X-API-Key": self._api_key, "Accept": "application/json", **(headers or {})}
         if write:
             all_headers["Idempotency-Key"] = self.idempotency_key
@@ -327,6 +372,9 @@ class TeamVaultClient:
             started = time.perf_counter()
             if write:
                 self._write_attempts[0] += 1
+            if sink is not None:  # a retry starts the file afresh
+                sink.seek(0)
+                sink.truncate()
             try:
                 answer = self._http.send(
                     method,
@@ -337,6 +385,7 @@ class TeamVaultClient:
                     params=params,
                     data=data,
                     files=files,
+                    **extra,
                 )
             except TeamVaultError as error:
                 self._log_attempt(method, shown_path, type(error).__name__, started, number, write)
@@ -351,7 +400,7 @@ class TeamVaultClient:
         result = run_with_retries(
             attempt,
             what=(method, shown_path),
-            policy=self._policy,
+            policy=policy or self._policy,
             budget=self._budget,
             clock=self._clock,
             cancel=self._token.event,

@@ -21,11 +21,12 @@ import logging
 import socket
 import ssl
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.client import HTTPException, IncompleteRead, RemoteDisconnected
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote, urlencode
 
 import requests
@@ -169,12 +170,64 @@ class HttpPool:
     Requests go straight to the adapter, without a ``requests`` session: no cookies are
     kept between calls, and no per-request environment lookup. Bounded: at most
     :data:`POOL_SIZE` idle connections are kept; a call that finds none idle opens a new one.
+    :meth:`connect_ahead` opens some before any call needs them (the server's warm-up).
     """
 
     def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
         self.proxies, self.verify = environment_settings(base_url)
         self.adapter = _CancellableAdapter(pool_connections=2, pool_maxsize=POOL_SIZE)
+        self._connecting = threading.Event()
+        self._connecting.set()  # set: no connect_ahead under way
         _open_pools.add(self)
+
+    def connect_ahead(self, count: int) -> int:
+        """Open ``count`` connections at once (TCP, TLS, a proxy's tunnel) and keep them idle; how many opened.
+
+        A request sent meanwhile waits for them (:meth:`wait_for_connect_ahead`) rather than
+        paying a handshake of its own, which could only end later. Each connect is bounded by
+        :data:`CONNECT_TIMEOUT`; a failure is logged, not raised: the calls will meet it themselves.
+        """
+        prepared = _prepared("GET", self.base_url + "/", dict(DEFAULT_HEADERS), None, None, None)
+        opened: list[Any] = []
+
+        def open_one() -> None:
+            try:
+                pool: Any = self.adapter.get_connection_with_tls_context(prepared, self.verify, self.proxies)
+                connection = pool._get_conn()
+                try:
+                    connection.timeout = CONNECT_TIMEOUT
+                    started = time.monotonic()
+                    connection.connect()
+                    _take_session_tickets(connection.sock, 1.5 * (time.monotonic() - started) + 0.02)
+                except BaseException:
+                    connection.close()
+                    pool._put_conn(None)  # gives its slot back
+                    raise
+                opened.append((pool, connection))
+            except _FAILURES as exc:
+                log.info("could not connect ahead to %s: %s", self.base_url, describe_failure(exc))
+
+        self._connecting.clear()
+        try:
+            threads = [threading.Thread(target=open_one, name="teamvault-connect", daemon=True) for _ in range(count)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            for pool, connection in opened:  # idle in the pool, as if a request had just used them
+                pool._put_conn(connection)
+        finally:
+            self._connecting.set()
+        return len(opened)
+
+    def wait_for_connect_ahead(self, cancelled: threading.Event) -> None:
+        """Wait while :meth:`connect_ahead` runs (at most its connect timeout), or until ``cancelled`` is set."""
+        if self._connecting.is_set():
+            return
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        while not self._connecting.wait(0.01) and not cancelled.is_set() and time.monotonic() < deadline:
+            pass
 
     def drop_idle(self) -> None:
         """Close the idle connections; connections in use are closed when their request ends."""
@@ -212,8 +265,16 @@ class HttpSession:
         params: Mapping[str, str] | None = None,
         data: Any = None,
         files: Any = None,
+        sink: IO[bytes] | None = None,
+        max_body: int | None = None,
+        stall: float | None = None,
     ) -> Answer:
         """Make one attempt that ends within ``limit`` seconds, whatever the server does.
+
+        With ``sink``, a success's body is written into it as it arrives (memory holds one
+        chunk) instead of into :attr:`Answer.body`; an error's body is read as usual. At most
+        ``max_body`` bytes are taken (None: :data:`MAX_ANSWER_BYTES`). ``stall``: the longest wait for the
+        next bytes (default ``limit``), for a long download that may take the whole ``limit`` while it moves.
 
         A request that fails on a pooled connection before any answer — most likely the
         server closed it while it was idle — raises :class:`StaleConnectionError`, which the
@@ -221,7 +282,9 @@ class HttpSession:
         """
         if self._token.cancelled:
             raise CallCancelledError()
+        self._pool.wait_for_connect_ahead(self._token.event)
         prepared = _prepared(method, url, {**DEFAULT_HEADERS, **headers}, params, data, files)
+        limit_bytes = MAX_ANSWER_BYTES if max_body is None else max_body
         attempt = AttemptGuard()
         self._token.attach(attempt)
         _running.attempt = attempt
@@ -231,13 +294,16 @@ class HttpSession:
             response = self._pool.adapter.send(
                 prepared,
                 stream=True,  # the body is read below, within the attempt: the watchdog bounds it
-                timeout=(min(limit, CONNECT_TIMEOUT), limit),
+                timeout=(min(limit, CONNECT_TIMEOUT), min(limit, stall or limit)),
                 verify=self._pool.verify,
                 proxies=self._pool.proxies,
             )
             answered = True
             # The adapter never follows a redirect (one would carry X-API-Key elsewhere).
-            return Answer(response.status_code, response.headers, _body(response, method, api_path))
+            if sink is not None and 200 <= response.status_code < 300:
+                _stream_into(sink, response, limit_bytes, method, api_path)
+                return Answer(response.status_code, response.headers, b"")
+            return Answer(response.status_code, response.headers, _body(response, method, api_path, limit_bytes))
         except _FAILURES as exc:
             raise self._translate(exc, attempt, method, api_path, limit, answered) from exc
         finally:
@@ -296,17 +362,43 @@ def _prepared(
     return prepared
 
 
-def _body(response: requests.Response, method: str, api_path: str) -> bytes:
-    """The whole body of an answer, up to :data:`MAX_ANSWER_BYTES`; a longer one is not read on."""
-    chunks = []
+def _body(response: requests.Response, method: str, api_path: str, limit: int) -> bytes:
+    """The whole body of an answer, up to ``limit`` bytes; a longer one is not read on."""
+    chunks: list[bytes] = []
+    _stream_into(chunks, response, limit, method, api_path)
+    return b"".join(chunks)
+
+
+def _stream_into(sink: Any, response: requests.Response, limit: int, method: str, api_path: str) -> None:
+    """Pass the body to ``sink`` chunk by chunk (a list gathers them), up to ``limit`` bytes; past it, stop."""
+    write = sink.append if isinstance(sink, list) else sink.write
     size = 0
     for chunk in response.iter_content(64 * 1024):
         size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
+        if size > limit:
             response.close()  # drops the connection: the rest of the body is never read
-            raise UnexpectedAnswerError(method, api_path, f"an answer of more than {MAX_ANSWER_BYTES >> 20} MiB")
-        chunks.append(chunk)
-    return b"".join(chunks)
+            raise UnexpectedAnswerError(method, api_path, f"an answer of more than {_size_text(limit)}")
+        write(chunk)
+
+
+def _size_text(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+
+
+def _take_session_tickets(sock: Any, wait: float) -> None:
+    """Read what a TLS 1.3 server sends right after the handshake (its session tickets), waiting at most ``wait``.
+
+    Unread, those bytes make the idle connection look readable, which urllib3 takes for a
+    connection the server closed: the first request would throw it away and pay a handshake.
+    """
+    if not isinstance(sock, ssl.SSLSocket):
+        return
+    sock.settimeout(min(wait, CONNECT_TIMEOUT))
+    try:
+        if sock.recv(1):  # no application data comes unasked: a server that sends some is not one to keep
+            raise ConnectionError("the server sent data before any request")
+    except (TimeoutError, ssl.SSLWantReadError):
+        pass  # the tickets, if any, were taken in; nothing else came
 
 
 def _stale_connection(exc: BaseException, attempt: AttemptGuard) -> bool:

@@ -1,0 +1,194 @@
+"""The background warm-up: connections opened ahead, the default project synced, calls never kept waiting.
+
+Observed through the runner's :class:`WarmUp` report (events and counters) and the requests the
+local vault saw, never through timings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from support.seeding import digest, seed
+from support.sessions import call_once, runner_on
+from support.waiting import await_until, wait_until
+
+from teamvault_mcp.config import load_config
+from teamvault_mcp.localvault import Fault, LocalVault
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+
+pytestmark = pytest.mark.anyio
+
+ARCHIVE = "/api/projects/*/folders/download"
+
+
+def note(number: int) -> bytes:
+    return f"# Note {number}\n\nThe needle is in note {number}.\n".encode()
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[LocalVault]:
+    with LocalVault(tmp_path / "vault") as running:
+        for number in range(10):
+            seed(running, f"a/n{number}.md", note(number))
+            seed(running, f"b/n{number}.md", note(number + 10))
+        yield running
+
+
+def warmed(runner: ToolRunner) -> None:
+    report = runner.start_warm_up()
+    wait_until(report.done.is_set, "the warm-up ending")
+
+
+def requests(vault: LocalVault, since: int = 0) -> list[str]:
+    """What the vault was asked since ``since``, by kind: listing, archive, download, other."""
+    kinds = []
+    for _, path in vault.faults.seen[since:]:
+        if path.endswith("/files"):
+            kinds.append("listing")
+        elif path.endswith("/folders/download"):
+            kinds.append("archive")
+        elif "/files/" in path:
+            kinds.append("download")
+        else:
+            kinds.append(path)
+    return kinds
+
+
+async def test_the_warm_up_syncs_the_default_project_and_the_first_search_costs_one_listing(
+    vault: LocalVault, tmp_path: Path
+) -> None:
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        warmed(runner)
+        report = runner.warm_up
+        assert report is not None and report.stopped is None
+        assert (report.notes, report.fetched, report.from_cache) == (20, 20, 0)
+        assert report.connections >= 1
+        assert sorted(requests(vault)) == ["archive", "archive", "listing"]
+        before = len(vault.faults.seen)
+        _, _, result = await call_once(runner, "search_notes", query="needle")
+        assert (result["totalNotes"], result["partial"]) == (20, False)
+        assert requests(vault, before) == ["listing"]
+    finally:
+        runner.close()
+
+
+async def test_a_restart_with_the_disk_cache_costs_one_listing(vault: LocalVault, tmp_path: Path) -> None:
+    first = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    warmed(first)
+    first.close()
+    before = len(vault.faults.seen)
+    again = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        warmed(again)
+        assert again.warm_up is not None
+        assert (again.warm_up.from_cache, again.warm_up.fetched) == (20, 0)
+        assert requests(vault, before) == ["listing"]
+        assert len(again.index) == 20  # in the search index already: the first search reads nothing from disk
+        _, _, result = await call_once(again, "search_notes", query="needle")
+        assert (result["totalNotes"], result["partial"]) == (20, False)
+        assert requests(vault, before) == ["listing", "listing"]
+    finally:
+        again.close()
+
+
+def test_prefetch_off_opens_connections_and_asks_the_vault_nothing(vault: LocalVault, tmp_path: Path) -> None:
+    config = load_config(
+        {
+            "TEAM_VAULT_URL": vault.url,
+            "TEAM_VAULT_API_KEY": vault.api_key,
+            "TEAM_VAULT_PROJECT_ID": vault.project_id,
+            "TEAM_VAULT_CACHE_DIR": str(tmp_path / "cache"),
+            "TEAM_VAULT_PREFETCH": "off",
+        }
+    )
+    assert config.prefetch is False
+    runner = ToolRunner(config)
+    try:
+        warmed(runner)
+        assert runner.warm_up is not None and runner.warm_up.connections >= 1
+        assert not runner.warm_up.listed.is_set() and runner.warm_up.notes == 0
+        assert vault.faults.seen == []  # connections are opened, no request is made
+    finally:
+        runner.close()
+
+
+def test_prefetch_is_on_unless_turned_off_and_a_bad_value_is_refused() -> None:
+    base = {"TEAM_VAULT_URL": "https://vault.example.com", "TEAM_VAULT_API_KEY": "osync_x"}
+    assert load_config(base).prefetch is True
+    assert load_config({**base, "TEAM_VAULT_PREFETCH": "on"}).prefetch is True
+    with pytest.raises(Exception, match="TEAM_VAULT_PREFETCH='later' is not a yes/no value"):
+        load_config({**base, "TEAM_VAULT_PREFETCH": "later"})
+
+
+async def test_a_call_during_the_warm_up_is_served_while_the_warm_up_s_downloads_are_held(
+    vault: LocalVault, tmp_path: Path
+) -> None:
+    vault.faults.add("GET", ARCHIVE, Fault.hang(at_most=60), times=2)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        report = runner.start_warm_up()
+        await await_until(lambda: len(vault.faults.injected) == 2, "both archives held by the vault")
+        text, is_error, _ = await call_once(runner, "read_note", path="a/n1.md")
+        assert not is_error and "The needle is in note 1." in text
+        assert vault.faults.hang_ended == []  # the warm-up's downloads are still held: the call did not wait
+        assert not report.done.is_set()
+    finally:
+        runner.close()  # cancels the warm-up: its archives are dropped
+    await await_until(lambda: len(vault.faults.hang_ended) == 2, "the vault seeing both archives dropped")
+    await await_until(report.done.is_set, "the warm-up ending")
+    cached = {p.name for p in (tmp_path / "cache").rglob("*") if p.is_file() and len(p.name) == 64}
+    assert cached <= {digest(note(number)) for number in range(20)}  # nothing half-made, nothing unchecked
+
+
+async def test_the_warm_up_starts_no_download_while_a_call_runs(vault: LocalVault, tmp_path: Path) -> None:
+    vault.faults.add("GET", "/api/auth/me", Fault.hang(at_most=60))
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        async with Client(build_server(runner), mode="legacy") as client:
+            async with anyio.create_task_group() as group:
+
+                async def whoami() -> None:
+                    await client.call_tool("whoami", {})
+
+                group.start_soon(whoami)
+                await await_until(lambda: vault.faults.injected, "the call held by the vault")
+                report = runner.start_warm_up()
+                await await_until(lambda: runner.foreground.stepped_aside >= 1, "the warm-up stepping aside")
+                assert requests(vault) == ["/api/auth/me", "listing"]  # its listing, then nothing
+                group.cancel_scope.cancel()
+            await await_until(report.done.is_set, "the warm-up ending once the call is gone")
+        assert report.stopped is None and report.fetched == 20
+        assert sorted(requests(vault)) == ["/api/auth/me", "archive", "archive", "listing"]
+    finally:
+        runner.close()
+
+
+async def test_a_search_during_the_warm_up_waits_for_the_notes_in_flight_and_reports_progress(
+    vault: LocalVault, tmp_path: Path
+) -> None:
+    vault.faults.add("GET", ARCHIVE, Fault.drip(0.01), times=2)  # the warm-up's archives come slowly
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    progress: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    try:
+        report = runner.start_warm_up()
+        await await_until(lambda: len(vault.faults.injected) == 2, "both archives on their way")
+        async with Client(build_server(runner), mode="legacy") as client:
+            result = await client.call_tool("search_notes", {"query": "needle"}, progress_callback=on_progress)
+        assert not result.is_error
+        assert result.structured_content is not None
+        assert (result.structured_content["totalNotes"], result.structured_content["partial"]) == (20, False)
+        assert sorted(requests(vault)) == ["archive", "archive", "listing", "listing"]  # nothing fetched twice
+        assert progress and progress[-1] == 20
+        await await_until(report.done.is_set, "the warm-up ending")
+    finally:
+        runner.close()
