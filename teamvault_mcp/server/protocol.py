@@ -64,8 +64,14 @@ def _tool_definition(tool: Tool) -> types.Tool:
     )
 
 
-def build_server(runner: ToolRunner) -> Server[Any]:
-    """The MCP server for ``runner``'s tools; the transport is the caller's choice."""
+def build_server(runner: ToolRunner, *, runner_for: Callable[[Any], ToolRunner] | None = None) -> Server[Any]:
+    """The MCP server for ``runner``'s tools; the transport is the caller's choice.
+
+    ``runner_for(ctx)``: the runner of the request's caller instead (``serve --http --key-from-client``
+    runs each key's calls in a runner of its own); ``runner`` then gives the instructions only.
+    """
+    if runner_for is not None:
+        return _per_caller_server(runner, runner_for)
     listings: dict[int, types.ListToolsResult] = {}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -90,6 +96,34 @@ def build_server(runner: ToolRunner) -> Server[Any]:
         "team-vault",
         version=__version__,
         instructions=_instructions(runner.config),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _per_caller_server(template: ToolRunner, runner_for: Callable[[Any], ToolRunner]) -> Server[Any]:
+    """:func:`build_server` where each request runs in its caller's runner (a listing per runner, made anew)."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        runner = runner_for(ctx)
+        await runner.schemas_ready()
+        return types.ListToolsResult(tools=[_tool_definition(t) for t in runner.tools.values()])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        runner = runner_for(ctx)
+        wants_progress = params.meta is not None and params.meta.get("progress_token") is not None
+        await runner.schemas_ready()
+        generation = runner.tools_generation
+        report = ctx.session.report_progress if wants_progress else None
+        result = await runner.call(params.name, params.arguments, report)
+        if runner.tools_generation != generation:
+            await ctx.session.send_tool_list_changed()
+        return result
+
+    return Server(
+        "team-vault",
+        version=__version__,
+        instructions=_instructions(template.config),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -73,7 +73,17 @@ MAX_RESULT_DEPTH = 100
 class ToolRunner:
     """Runs tool calls in worker threads, one budget and one cancel token per call."""
 
-    def __init__(self, config: Config, *, clock: Clock | None = None, policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        clock: Clock | None = None,
+        policy: RetryPolicy | None = None,
+        caches: ProjectCaches | None = None,
+        audit_user: str | None = None,
+    ) -> None:
+        """``caches``: a content cache shared with other runners (``serve --http --key-from-client``: it is
+        addressed by content hash); ``audit_user``: the caller's user id for each audit line."""
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
@@ -81,7 +91,7 @@ class ToolRunner:
         self._tools: tuple[int, dict[str, Tool]] = (-1, {})
         self._pool: HttpPool | None = None  # made by the first call (it loads `requests`)
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
-        self._caches = (
+        self._caches = caches or (
             ProjectCaches(
                 config.cache_dir,
                 max_bytes=config.cache_max_bytes,
@@ -90,7 +100,7 @@ class ToolRunner:
             if config.cache_dir is not None
             else None
         )
-        self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
+        self.audit = AuditLog(config.audit_log, user=audit_user) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
