@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -95,6 +96,19 @@ class _Server(ThreadingHTTPServer):
             log.debug("connection from %s ended: %s", client_address, error)
         else:
             log.exception("internal error on a connection from %s", client_address)
+
+
+#: The roles a member of a project can have; the first three may write.
+ROLES = ("OWNER", "ADMIN", "EDITOR", "VIEWER")
+
+
+@dataclass(frozen=True)
+class LocalUser:
+    """A user :meth:`LocalVault.add_user` made: its id, email and API key."""
+
+    id: str
+    email: str
+    api_key: str = field(repr=False)
 
 
 class LocalVault:
@@ -177,6 +191,26 @@ class LocalVault:
             _write_private(self.data_dir / KEY_FILE, key)
         use_start_key(self.store, owner, key)
         return project_id, key
+
+    def add_user(self, email: str, name: str | None = None, *, roles: dict[str, str] | None = None) -> LocalUser:
+        """A new user with an API key of their own (valid until revoked), a member of each project in
+        ``roles`` (slug → ``OWNER``, ``ADMIN``, ``EDITOR`` or ``VIEWER``); a slug no project has yet gets a
+        new project, owned by the vault's first user. For trying per-user permissions (``--key-from-client``)."""
+        unknown = {role for role in (roles or {}).values() if role not in ROLES}
+        if unknown:
+            raise ValueError(f"unknown role(s) {', '.join(sorted(unknown))}: use one of {', '.join(ROLES)}")
+        user = self.store.add_user(email, name)
+        key = self.store.add_api_key(user.id, label=f"user {email}")
+        for slug, role in (roles or {}).items():
+            self.store.add_member(self.add_project(slug), user.id, role)
+        return LocalUser(user.id, email, key)
+
+    def add_project(self, slug: str, name: str | None = None) -> str:
+        """The id of the project with ``slug``, made (owned by the vault's first user) if there is none."""
+        project_id = self.store.project_by_slug(slug)
+        if project_id is None:
+            project_id = self.store.add_project(slug, name or slug, self.store.owner_of(self.project_id))
+        return project_id
 
     def _stored_key(self) -> str | None:
         try:
