@@ -43,7 +43,7 @@ from teamvault_mcp.localvault.limits import (
 )
 from teamvault_mcp.localvault.store import Store, VaultError, new_api_key
 
-__all__ = ["DEFAULT_PORT", "Fault", "FaultPlan", "Limits", "LocalVault", "Store", "VaultError"]
+__all__ = ["DEFAULT_PORT", "Fault", "FaultPlan", "Limits", "LocalUser", "LocalVault", "Store", "VaultError"]
 
 log = logging.getLogger(__name__)
 
