@@ -250,3 +250,11 @@ async def test_the_token_appears_in_no_answer_and_no_audit_line(vault: LocalVaul
     assert [line["tool"] for line in lines] == ["write_note"]
     assert TOKEN not in audit.read_text() and vault.api_key not in audit.read_text()
     assert vault.api_key not in read.content[0].text  # the server's key is redacted as over stdio
+
+
+def test_the_listening_socket_is_tcp_so_answers_are_not_held_by_nagle(service: HttpService) -> None:
+    """asyncio sets TCP_NODELAY on accepted sockets only when the listening one says IPPROTO_TCP; with proto 0
+    every SSE answer's last chunk waited for the client's delayed ACK (40 ms a call, bench/http_bench.py)."""
+    import socket
+
+    assert service.socket.proto == socket.IPPROTO_TCP

@@ -352,7 +352,9 @@ class HttpService:
         self.callers = Callers(config, options, clock=clock, policy=policy)
         self.front = HttpFront(self.callers, options)
         family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets; without it, Nagle held the end of
+        # every SSE response until the client's delayed ACK, 40 ms per call.
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.socket.bind((options.host, options.port))
