@@ -3,7 +3,7 @@
 a. a warm ``read_note`` of an unchanged note: stdio against Streamable HTTP, ``--calls`` calls each,
    interleaved (one over stdio, one over HTTP), after 50 of warm-up: median and p99, and their ratio
    (goal: HTTP within 1.5x stdio). Both hosts are minimal raw JSON-RPC clients (lines on a pipe; one
-   POST per call on a kept connection), so the figures compare the servers, not client libraries;
+   hand-written POST per call on a kept socket), so the figures compare the servers, not client libraries;
 b. 50 sessions at once, each making 20 ``read_note`` calls in turn: errors, p50, p99, max, wall time;
 c. memory: the HTTP server's resident set when idle (one session used once), then with 100 more
    sessions opened (initialized, then idle): MiB above idle and KiB per session (goal: <= 50 MiB).
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,44 @@ def answer_of(response: httpx2.Response) -> dict[str, Any]:
             if "id" in message:
                 return message
     raise RuntimeError(f"no answer in HTTP {response.status_code}: {response.text[:200]}")
+
+
+class RawHttpHost:
+    """One session over Streamable HTTP on one kept socket: requests written by hand, answers read up to the end
+    of their chunked SSE body. As minimal as :class:`StdioHost` is for stdio, so part a compares the servers."""
+
+    def __init__(self, url: str) -> None:
+        opened = HttpHost(url)  # initialize and initialized, then this socket takes the session over
+        self.session = opened.http.headers["mcp-session-id"]
+        opened.http.close()
+        address = url.split("//", 1)[1].split("/", 1)[0]
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.head = (
+            f"POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+            f"mcp-session-id: {self.session}\r\nmcp-protocol-version: 2025-11-25\r\n"
+        )
+        self._next_id = 1
+
+    def call_read(self) -> dict[str, Any]:
+        self._next_id += 1
+        body = json.dumps(read_call(self._next_id)).encode()
+        self.sock.sendall(f"{self.head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        received = b""
+        while not received.endswith(b"\r\n0\r\n\r\n"):
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("the server closed the connection")
+            received += chunk
+        for line in received.split(b"\n"):
+            if line.startswith(b"data: {"):
+                return json.loads(line[6:])
+        raise RuntimeError(f"no answer in {received[:200]!r}")
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 class HttpHost:
@@ -129,7 +168,7 @@ def quantile(values: list[float], q: float) -> float:
 def part_a(env: dict[str, str], url: str, calls: int) -> None:
     stdio = StdioHost([sys.executable, "-m", "teamvault_mcp"], env)
     stdio.initialize()
-    http = HttpHost(url)
+    http = RawHttpHost(url)
     for _ in range(WARM_UP):
         stdio.call_tool("read_note", {"path": NOTE_PATH})
         http.call_read()

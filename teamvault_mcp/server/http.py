@@ -26,6 +26,7 @@ The key and the token never leave this module: callers are told apart by a diges
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
@@ -292,6 +293,7 @@ class HttpFront:
         await send({"type": "lifespan.shutdown.complete"})
 
 
+@functools.lru_cache(maxsize=1024)  # made once per caller, not per request (a pydantic model)
 def _principal(caller_id: str) -> AuthenticatedUser:
     """What the SDK's session manager compares to tie a session to the caller that opened it (no key in it)."""
     return AuthenticatedUser(AccessToken(token="-", client_id=caller_id, scopes=[]))
