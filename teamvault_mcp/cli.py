@@ -217,6 +217,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     key_add = key_commands.add_parser("add", parents=[key_data], help="add a key valid until revoked; print it once")
     key_add.add_argument("--label", help="what the key is for, shown by list")
+    key_add.add_argument(
+        "--user",
+        metavar="EMAIL",
+        help="a key of this user (made if new) instead of the local user's: for trying per-user permissions",
+    )
+    key_add.add_argument(
+        "--role",
+        metavar="SLUG:ROLE",
+        action="append",
+        default=[],
+        help="with --user: make the user OWNER, ADMIN, EDITOR or VIEWER of the project with this slug (made if "
+        "missing); repeatable",
+    )
     key_revoke = key_commands.add_parser("revoke", parents=[key_data], help="revoke the key(s) with this prefix")
     key_revoke.add_argument("prefix", help="a key prefix as list shows it, or the whole key")
     return parser
@@ -597,8 +610,16 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.vault_command == "keys":
         from teamvault_mcp.localvault.keys import run_keys_command
 
-        options = {"label": getattr(args, "label", None), "prefix": getattr(args, "prefix", None)}
-        return run_keys_command(args.keys_command, args.data, **options, out=sys.stdout, err=sys.stderr)
+        return run_keys_command(
+            args.keys_command,
+            args.data,
+            label=getattr(args, "label", None),
+            prefix=getattr(args, "prefix", None),
+            user=getattr(args, "user", None),
+            roles=getattr(args, "role", []),
+            out=sys.stdout,
+            err=sys.stderr,
+        )
     if not 0 <= args.port <= 65535:
         sys.stderr.write(f"{PROG}: --port {args.port} is not a port number (0-65535)\n")
         return 2

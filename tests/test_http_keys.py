@@ -122,3 +122,43 @@ def test_a_key_is_checked_at_the_vault_once_then_remembered(
 def test_the_local_vault_refuses_an_unknown_role(vault: LocalVault) -> None:
     with pytest.raises(ValueError, match="unknown role"):
         vault.add_user("carol@example.com", roles={"alpha": "SUPERUSER"})
+
+
+def test_keys_beyond_the_limit_get_503_while_the_others_are_in_use(
+    vault: LocalVault, tmp_path: Path, alice: LocalUser, bob: LocalUser
+) -> None:
+    with http_service(vault, key_from_client=True, max_sessions=1) as running:
+        assert post(running.url, secret=alice.api_key).status_code == 200
+        refused = post(running.url, secret=bob.api_key)
+        again = post(running.url, secret=alice.api_key, **{"mcp-session-id": "unknown"})
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
+    assert again.status_code == 404  # alice is still known: her unknown session is the SDK's 404, not a 503
+
+
+def test_a_vault_that_cannot_be_asked_about_a_key_gives_503_not_401(vault: LocalVault, alice: LocalUser) -> None:
+    from teamvault_mcp.localvault import Fault
+
+    with http_service(vault, key_from_client=True) as running:
+        vault.faults.add("GET", "/api/auth/me", Fault.answer(500), times=10)
+        answer = post(running.url, secret=alice.api_key)
+    assert answer.status_code == 503
+    assert alice.api_key not in answer.text
+
+
+async def test_a_key_added_on_the_command_line_with_roles_reaches_only_those_projects(
+    vault: LocalVault, service: HttpService, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from teamvault_mcp.cli import main
+
+    data = str(vault.data_dir)
+    command = ["local-vault", "keys", "add", "--data", data, "--user", "carol@example.com", "--role", "gamma:viewer"]
+    assert main([*command, "--role", "beta:EDITOR"], {}) == 0
+    key = capsys.readouterr().out.strip()
+    assert main(["local-vault", "keys", "add", "--data", data, "--role", "gamma:VIEWER"], {}) == 2
+    assert "--role goes with --user" in capsys.readouterr().err
+    async with mcp_client(service.url, key) as as_carol:
+        projects = await as_carol.call_tool("list_projects", {})
+    assert sorted(p["slug"] for p in projects.structured_content["projects"]) == ["beta", "gamma"]
+    carol = vault.store.user_for_key(key)
+    assert carol is not None
+    assert [vault.store.role_in(vault.add_project(slug), carol) for slug in ("beta", "gamma")] == ["EDITOR", "VIEWER"]

@@ -33,7 +33,7 @@ from typing import Any
 from teamvault_mcp.localvault.app import VaultHandler, VaultState
 from teamvault_mcp.localvault.datadir import open_data_dir
 from teamvault_mcp.localvault.faults import Fault, FaultPlan
-from teamvault_mcp.localvault.keys import KEY_FILE, use_start_key
+from teamvault_mcp.localvault.keys import KEY_FILE, add_user_key, use_start_key
 from teamvault_mcp.localvault.limits import (
     DEFAULT_HEAD_TIMEOUT,
     LISTEN_BACKLOG,
@@ -96,10 +96,6 @@ class _Server(ThreadingHTTPServer):
             log.debug("connection from %s ended: %s", client_address, error)
         else:
             log.exception("internal error on a connection from %s", client_address)
-
-
-#: The roles a member of a project can have; the first three may write.
-ROLES = ("OWNER", "ADMIN", "EDITOR", "VIEWER")
 
 
 @dataclass(frozen=True)
@@ -193,16 +189,10 @@ class LocalVault:
         return project_id, key
 
     def add_user(self, email: str, name: str | None = None, *, roles: dict[str, str] | None = None) -> LocalUser:
-        """A new user with an API key of their own (valid until revoked), a member of each project in
-        ``roles`` (slug → ``OWNER``, ``ADMIN``, ``EDITOR`` or ``VIEWER``); a slug no project has yet gets a
-        new project, owned by the vault's first user. For trying per-user permissions (``--key-from-client``)."""
-        unknown = {role for role in (roles or {}).values() if role not in ROLES}
-        if unknown:
-            raise ValueError(f"unknown role(s) {', '.join(sorted(unknown))}: use one of {', '.join(ROLES)}")
-        user = self.store.add_user(email, name)
-        key = self.store.add_api_key(user.id, label=f"user {email}")
-        for slug, role in (roles or {}).items():
-            self.store.add_member(self.add_project(slug), user.id, role)
+        """A user with an API key of their own (valid until revoked), a member of each project in ``roles``
+        (slug → ``OWNER``, ``ADMIN``, ``EDITOR`` or ``VIEWER``); a slug no project has yet gets a new project,
+        owned by the vault's first user. ``local-vault keys add --user EMAIL --role SLUG:ROLE`` does the same."""
+        user, key = add_user_key(self.store, email, name=name, roles=roles or {}, label=f"user {email}")
         return LocalUser(user.id, email, key)
 
     def add_project(self, slug: str, name: str | None = None) -> str:
