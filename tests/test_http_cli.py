@@ -3,6 +3,7 @@ the endpoint check, a clean stop by SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -135,3 +136,62 @@ def test_check_http_of_nothing_listening_says_unreachable(capsys: pytest.Capture
     code, out, _ = run(["check", "--http", "http://127.0.0.1:9/mcp"], {}, capsys)
     assert code == 1
     assert "no answer" in out
+
+
+def test_sigterm_cancels_a_call_in_flight_and_audits_it(tmp_path: Path) -> None:
+    import httpx2
+    from support.http_service import INITIALIZE, POST_HEADERS
+
+    from teamvault_mcp.localvault import Fault, LocalVault
+
+    audit = tmp_path / "audit.jsonl"
+    with LocalVault(tmp_path / "vault") as vault:
+        vault.faults.add("POST", "/api/projects/*/files", Fault.hang(at_most=300))
+        env = child_env(
+            TEAM_VAULT_URL=vault.url,
+            TEAM_VAULT_API_KEY=vault.api_key,
+            TEAM_VAULT_PROJECT_ID=vault.project_id,
+            TEAM_VAULT_HTTP_TOKEN=TOKEN,
+            TEAM_VAULT_AUDIT_LOG=str(audit),
+            TEAM_VAULT_CALL_BUDGET="300",
+            TEAM_VAULT_ATTEMPT_TIMEOUT="300",
+        )
+        command = [str(CONSOLE_SCRIPT), "serve", "--http", "127.0.0.1:0"]
+        child = subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        try:
+            assert child.stderr is not None
+            match = re.search(r"at (http://\S+/mcp) ", child.stderr.readline())
+            assert match
+            url = match.group(1)
+            headers = {**POST_HEADERS, "Authorization": f"Bearer {TOKEN}"}
+            opened = httpx2.post(url, json=INITIALIZE, headers=headers, timeout=GENEROUS)
+            headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            write = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "write_note", "arguments": {"path": "n.md", "content": "x\n"}},
+            }
+
+            def send() -> None:
+                with contextlib.suppress(httpx2.HTTPError):  # the server goes away: what this test does to it
+                    httpx2.post(url, json=write, headers=headers, timeout=GENEROUS * 3)
+
+            sender = threading.Thread(target=send, daemon=True)
+            sender.start()
+            deadline = threading.Event()
+            for _ in range(int(GENEROUS / 0.01)):
+                if vault.faults.injected:
+                    break
+                deadline.wait(0.01)
+            assert vault.faults.injected, too_slow("the write reaching the vault", GENEROUS)
+            child.send_signal(signal.SIGTERM)
+            _, rest = child.communicate(timeout=GENEROUS)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        assert child.returncode == 128 + signal.SIGTERM, rest
+        assert vault.faults.hang_ended, "the vault's request was not closed"
+    [line] = [json.loads(text) for text in audit.read_text().splitlines()]
+    assert (line["tool"], line["outcome"]) == ("write_note", "cancelled")
