@@ -412,6 +412,10 @@ def load_http_config(
         unit="sessions",
         maximum=100_000,
     )
+    if max_sessions != int(max_sessions):
+        problems.append(
+            f"TEAM_VAULT_HTTP_MAX_SESSIONS={environ['TEAM_VAULT_HTTP_MAX_SESSIONS']!r} is not a whole number."
+        )
     idle = _number(environ, "TEAM_VAULT_HTTP_SESSION_IDLE", DEFAULT_HTTP_SESSION_IDLE, 0.0, problems, maximum=86_400)
     body_mb = _number(
         environ, "TEAM_VAULT_HTTP_MAX_BODY_MB", DEFAULT_HTTP_MAX_BODY_MB, 0.0, problems, unit="megabytes", maximum=1024

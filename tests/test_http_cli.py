@@ -18,6 +18,7 @@ from support.waiting import GENEROUS, too_slow
 
 from teamvault_mcp.cli import main
 from teamvault_mcp.config import HttpStartError, load_http_config, parse_listen
+from teamvault_mcp.errors import ConfigError
 
 TOKEN = "cli-token-0123456789abcdef"
 SERVER_ENV = {"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "osync_" + "1" * 64}
@@ -80,13 +81,15 @@ def test_bad_http_variables_are_all_named_at_once() -> None:
     env = {
         "TEAM_VAULT_HTTP_TOKEN": TOKEN,
         "TEAM_VAULT_HTTP_ORIGINS": "agent.example.com",
-        "TEAM_VAULT_HTTP_MAX_SESSIONS": "-1",
+        "TEAM_VAULT_HTTP_MAX_SESSIONS": "2.5",
+        "TEAM_VAULT_HTTP_MAX_BODY_MB": "-1",
         "TEAM_VAULT_HTTP_SESSION_IDLE": "soon",
     }
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(ConfigError) as refused:
         load_http_config(env)
     text = str(refused.value)
-    for name in ("TEAM_VAULT_HTTP_ORIGINS", "TEAM_VAULT_HTTP_MAX_SESSIONS", "TEAM_VAULT_HTTP_SESSION_IDLE"):
+    names = ("ORIGINS", "MAX_SESSIONS", "SESSION_IDLE", "MAX_BODY_MB")
+    for name in (f"TEAM_VAULT_HTTP_{name}" for name in names):
         assert name in text
 
 
