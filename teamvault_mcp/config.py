@@ -2,7 +2,9 @@
 
 Nothing below this module reads ``os.environ``. Every variable is validated at
 once, so a user with two mistakes sees both in one start. The API key is kept
-out of ``repr`` and out of every message.
+out of ``repr`` and out of every message. ``serve --http`` has its own value,
+:class:`HttpConfig` (its variables and flags), at the end: past 400 lines on purpose,
+as every variable the program reads is validated here, side by side.
 """
 
 from __future__ import annotations
