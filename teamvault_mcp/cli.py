@@ -1,7 +1,9 @@
 """The command line; errors become exit codes.
 
     teamvault-mcp [serve]            the MCP server over stdio (TEAM_VAULT_* variables)
+    teamvault-mcp serve --http [HOST:]PORT   the same server over Streamable HTTP at /mcp
     teamvault-mcp check [--json]     a doctor for the configuration: one line per check
+    teamvault-mcp check --http URL   checks a running HTTP endpoint: reachable, auth, tools
     teamvault-mcp call TOOL k=v ...  one tool call, through the server's own code path
     teamvault-mcp --local DIR ...    any of the above on an embedded local vault kept in DIR
                                      (--local may also follow serve, check or call)
@@ -37,7 +39,7 @@ from types import FrameType
 from typing import Any
 
 from teamvault_mcp import __version__
-from teamvault_mcp.config import LOG_LEVELS, load_config
+from teamvault_mcp.config import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, LOG_LEVELS, load_config
 from teamvault_mcp.errors import ConfigError
 
 PROG = "teamvault-mcp"
@@ -108,7 +110,28 @@ def _parser() -> argparse.ArgumentParser:
         "it may also follow serve, check or call",
     )
     commands = parser.add_subparsers(dest="command", metavar="{serve,check,call,local-vault}", parser_class=_Parser)
-    serve_command = commands.add_parser("serve", help="serve MCP over stdio (the default)")
+    serve_command = commands.add_parser("serve", help="serve MCP over stdio (the default) or Streamable HTTP")
+    serve_command.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        nargs="?",
+        const=f"{DEFAULT_HTTP_HOST}:{DEFAULT_HTTP_PORT}",
+        help=f"serve MCP over Streamable HTTP at /mcp instead of stdio (default {DEFAULT_HTTP_HOST}:"
+        f"{DEFAULT_HTTP_PORT}); clients authenticate with TEAM_VAULT_HTTP_TOKEN or, with --key-from-client, "
+        "their own Team Vault key",
+    )
+    serve_command.add_argument(
+        "--key-from-client",
+        action="store_true",
+        help="with --http: each client's Bearer token is its own Team Vault API key (no server key needed)",
+    )
+    serve_command.add_argument("--tls-cert", metavar="PEM", help="with --http: serve HTTPS with this certificate")
+    serve_command.add_argument("--tls-key", metavar="PEM", help="with --http: the certificate's private key")
+    serve_command.add_argument(
+        "--insecure-bind",
+        action="store_true",
+        help="with --http: listen beyond loopback without TLS (only behind a TLS reverse proxy)",
+    )
     check = commands.add_parser(
         "check",
         help="check the configuration, the way to the server, the key and the project",
@@ -117,6 +140,12 @@ def _parser() -> argparse.ArgumentParser:
         "Exit code 0 when every required check passes, 1 otherwise.",
     )
     check.add_argument("--json", action="store_true", help="print the checks as JSON")
+    check.add_argument(
+        "--http",
+        metavar="URL",
+        help="check a running `serve --http` endpoint instead (TEAM_VAULT_HTTP_TOKEN, else TEAM_VAULT_API_KEY, "
+        "is the Bearer token)",
+    )
     call = commands.add_parser(
         "call",
         help="run one tool once, as the MCP server would for an agent, and print its result",
@@ -188,6 +217,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     key_add = key_commands.add_parser("add", parents=[key_data], help="add a key valid until revoked; print it once")
     key_add.add_argument("--label", help="what the key is for, shown by list")
+    key_add.add_argument(
+        "--user",
+        metavar="EMAIL",
+        help="a key of this user (made if new) instead of the local user's: for trying per-user permissions",
+    )
+    key_add.add_argument(
+        "--role",
+        metavar="SLUG:ROLE",
+        action="append",
+        default=[],
+        help="with --user: make the user OWNER, ADMIN, EDITOR or VIEWER of the project with this slug (made if "
+        "missing); repeatable",
+    )
     key_revoke = key_commands.add_parser("revoke", parents=[key_data], help="revoke the key(s) with this prefix")
     key_revoke.add_argument("prefix", help="a key prefix as list shows it, or the whole key")
     return parser
@@ -250,6 +292,12 @@ def _default_data_dir() -> Path:
 
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    if getattr(args, "http", None) is not None:
+        return _serve_http(args, environ)
+    for flag in ("key_from_client", "tls_cert", "tls_key", "insecure_bind"):
+        if getattr(args, flag, None):
+            sys.stderr.write(f"{PROG}: --{flag.replace('_', '-')} goes with --http only\n")
+            return 2
     try:
         config = load_config(environ)
     except ConfigError as error:
@@ -299,6 +347,69 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     stop.request()
     ended_in_time = stop.calls_ended.wait(CANCEL_GRACE + 1)
     raise _ServerStopped(signals[0], stop.cancelled_calls, waited=ended_in_time)
+
+
+def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``serve --http``: until SIGINT or SIGTERM, which stop it cleanly (calls in flight cancelled)."""
+    from teamvault_mcp.config import HttpStartError, load_http_config
+
+    try:
+        options = load_http_config(
+            environ,
+            listen=args.http,
+            key_from_client=args.key_from_client,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            insecure_bind=args.insecure_bind,
+        )
+    except HttpStartError as error:
+        sys.stderr.write(f"{PROG}: {error}\n")
+        return 2
+    except ConfigError as error:
+        return _config_failure(error)
+    try:
+        config = load_config(environ, key_required=not options.key_from_client)
+    except ConfigError as error:
+        return _config_failure(error)
+    _configure_logging(config.log_level, config.api_key or None, options.token)
+
+    from teamvault_mcp.server.http import HttpService
+
+    try:
+        service = HttpService(config, options)
+    except OSError as error:
+        sys.stderr.write(f"{PROG}: cannot listen on {options.host}:{options.port}: {error.strerror or error}\n")
+        return 1
+    mode = "each client's own Team Vault key" if options.key_from_client else "TEAM_VAULT_HTTP_TOKEN"
+    sys.stderr.write(f"{PROG}: serving MCP over HTTP at {service.url} (callers authenticate with {mode})\n")
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        service.run()
+        return 0
+    signals: list[int] = []
+    ended = threading.Event()
+
+    def run() -> None:
+        try:
+            service.run()
+        finally:
+            ended.set()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        signals.append(signum)
+        service.stop()
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    server = threading.Thread(target=run, name="teamvault-mcp serve --http", daemon=True)
+    server.start()
+    while not ended.wait(3600):
+        pass
+    server.join()
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    if signals:
+        sys.stderr.write(f"{PROG}: stopped by {signal.Signals(signals[0]).name}\n")
+        return 128 + signals[0]
+    return 0
 
 
 class _ServerStopped(Exception):
@@ -386,7 +497,17 @@ def _data_dir_failure(data_dir: Path, error: Exception) -> str:
 
 
 def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from teamvault_mcp.doctor import Doctor, report_json, report_text
+    from teamvault_mcp.doctor import Check, Doctor, report_json, report_text
+
+    if args.http is not None:
+        from teamvault_mcp.server.http_check import check_endpoint
+
+        secret = environ.get("TEAM_VAULT_HTTP_TOKEN", "").strip() or environ.get("TEAM_VAULT_API_KEY", "").strip()
+        _configure_logging(_log_level(environ), secret or None)
+        checks = [Check(c.name, c.status, c.detail, c.hint) for c in check_endpoint(args.http, secret or None)]
+        ok = all(check.status == "pass" for check in checks)
+        sys.stdout.write(report_json(checks, ok) if args.json else report_text(checks, ok))
+        return 0 if ok else 1
 
     _configure_logging(_log_level(environ), environ.get("TEAM_VAULT_API_KEY", "").strip())
     doctor = Doctor(environ)
@@ -491,8 +612,16 @@ def _local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.vault_command == "keys":
         from teamvault_mcp.localvault.keys import run_keys_command
 
-        options = {"label": getattr(args, "label", None), "prefix": getattr(args, "prefix", None)}
-        return run_keys_command(args.keys_command, args.data, **options, out=sys.stdout, err=sys.stderr)
+        return run_keys_command(
+            args.keys_command,
+            args.data,
+            label=getattr(args, "label", None),
+            prefix=getattr(args, "prefix", None),
+            user=getattr(args, "user", None),
+            roles=getattr(args, "role", []),
+            out=sys.stdout,
+            err=sys.stderr,
+        )
     if not 0 <= args.port <= 65535:
         sys.stderr.write(f"{PROG}: --port {args.port} is not a port number (0-65535)\n")
         return 2
@@ -556,12 +685,14 @@ def _config_failure(error: ConfigError) -> int:
     return 1
 
 
-def _configure_logging(level: str, api_key: str | None = None) -> None:
+def _configure_logging(level: str, api_key: str | None = None, token: str | None = None) -> None:
     from teamvault_mcp.text.redact import RedactingFilter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{PROG} %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(RedactingFilter(api_key))  # a server's words in a log line may echo the key
+    if token is not None:
+        handler.addFilter(RedactingFilter(token))
     ours = logging.getLogger("teamvault_mcp")
     ours.setLevel(level.upper())
     for earlier in list(ours.handlers):  # configured again after --local started its vault

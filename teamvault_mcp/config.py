@@ -2,7 +2,9 @@
 
 Nothing below this module reads ``os.environ``. Every variable is validated at
 once, so a user with two mistakes sees both in one start. The API key is kept
-out of ``repr`` and out of every message.
+out of ``repr`` and out of every message. ``serve --http`` has its own value,
+:class:`HttpConfig` (its variables and flags), at the end: past 400 lines on purpose,
+as every variable the program reads is validated here, side by side.
 """
 
 from __future__ import annotations
@@ -107,15 +109,20 @@ class Config:
         return ", ".join(parts)
 
 
-def load_config(environ: Mapping[str, str]) -> Config:
-    """Build a :class:`Config` from ``environ``; raise :class:`ConfigError` naming every problem."""
+def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Config:
+    """Build a :class:`Config` from ``environ``; raise :class:`ConfigError` naming every problem.
+
+    ``key_required=False`` (``serve --http --key-from-client``): every caller brings its own key, so
+    TEAM_VAULT_API_KEY is ignored and the configuration's ``api_key`` is empty.
+    """
     problems: list[str] = []
-    missing = [name for name in ("TEAM_VAULT_URL", "TEAM_VAULT_API_KEY") if not environ.get(name, "").strip()]
+    required = ("TEAM_VAULT_URL", "TEAM_VAULT_API_KEY") if key_required else ("TEAM_VAULT_URL",)
+    missing = [name for name in required if not environ.get(name, "").strip()]
     if missing:
         raise ConfigError(f"{' and '.join(missing)} must be set. {USAGE}")
 
     base_url = _base_url(environ["TEAM_VAULT_URL"], problems)
-    api_key = environ["TEAM_VAULT_API_KEY"].strip()
+    api_key = environ.get("TEAM_VAULT_API_KEY", "").strip() if key_required else ""
     if any(ch.isspace() or not ch.isprintable() for ch in api_key):
         problems.append("TEAM_VAULT_API_KEY contains whitespace or control characters (value not shown).")
     project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
@@ -390,3 +397,186 @@ def _write_prefixes(
     if raw.strip() and not everywhere and not scoped and not problems:
         problems.append(f"{name} names no folder; leave it unset to allow writes everywhere.")
     return tuple(dict.fromkeys(everywhere)), tuple(dict.fromkeys(scoped))
+
+
+# -- serve --http ---------------------------------------------------------------------------------
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 8765
+DEFAULT_HTTP_MAX_SESSIONS = 100
+DEFAULT_HTTP_SESSION_IDLE = 1800.0
+DEFAULT_HTTP_MAX_BODY_MB = 4.0
+#: A shorter shared token could be guessed; ``openssl rand -hex 32`` gives 64 characters.
+MIN_HTTP_TOKEN_CHARS = 16
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    """How ``serve --http`` listens and whom it serves, validated (the variables and flags in the README)."""
+
+    host: str = DEFAULT_HTTP_HOST
+    port: int = DEFAULT_HTTP_PORT
+    #: TEAM_VAULT_HTTP_TOKEN: the shared Bearer token (token mode); None with ``key_from_client``.
+    token: str | None = field(default=None, repr=False)
+    #: ``--key-from-client``: each caller's Bearer token is its own Team Vault API key.
+    key_from_client: bool = False
+    #: TEAM_VAULT_HTTP_ORIGINS: browser origins allowed besides loopback ones (``https://agent.example.com``).
+    origins: tuple[str, ...] = ()
+    max_sessions: int = DEFAULT_HTTP_MAX_SESSIONS
+    session_idle: float = DEFAULT_HTTP_SESSION_IDLE
+    max_body_bytes: int = int(DEFAULT_HTTP_MAX_BODY_MB * 1024 * 1024)
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    insecure_bind: bool = False
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback_host(self.host)
+
+    @property
+    def url(self) -> str:
+        """The endpoint's URL as clients on this machine reach it."""
+        scheme = "https" if self.tls_cert is not None else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}/mcp"
+
+
+class HttpStartError(ConfigError):
+    """``serve --http`` cannot start as asked (no way to authenticate callers, an open bind without TLS):
+    exit code 2, one line."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine only."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
+def parse_listen(raw: str) -> tuple[str, int]:
+    """``8765``, ``0.0.0.0:8765``, ``[::1]:8765`` → (host, port); :class:`HttpStartError` otherwise."""
+    text = raw.strip()
+    host, port_text = DEFAULT_HTTP_HOST, text
+    if text.startswith("["):
+        inside, bracket, rest = text[1:].partition("]")
+        if not bracket or not rest.startswith(":"):
+            raise HttpStartError(f"--http {raw!r} is not [HOST:]PORT, e.g. 8765, 127.0.0.1:8765 or [::1]:8765.")
+        host, port_text = inside, rest[1:]
+    elif ":" in text:
+        host, _, port_text = text.rpartition(":")
+    if (
+        not port_text.isdigit()
+        or not 0 <= int(port_text) <= 65535
+        or not host
+        or (":" in host.strip("[]") and not text.startswith("["))
+    ):
+        raise HttpStartError(f"--http {raw!r} is not [HOST:]PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765.")
+    return host, int(port_text)
+
+
+def load_http_config(
+    environ: Mapping[str, str],
+    *,
+    listen: str | None = None,
+    key_from_client: bool = False,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    insecure_bind: bool = False,
+) -> HttpConfig:
+    """The :class:`HttpConfig` of ``serve --http [listen]`` in ``environ``.
+
+    Raises :class:`HttpStartError` (one line) when no caller could be authenticated or the bind is open
+    without TLS, and :class:`ConfigError` naming every bad TEAM_VAULT_HTTP_* value.
+    """
+    host, port = parse_listen(listen) if listen else (DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT)
+    token = environ.get("TEAM_VAULT_HTTP_TOKEN", "").strip() or None
+    if token is None and not key_from_client:
+        raise HttpStartError(
+            "serve --http needs a way to tell who calls: set TEAM_VAULT_HTTP_TOKEN (clients send it as "
+            "'Authorization: Bearer <token>') or pass --key-from-client (each client sends its own Team Vault key)."
+        )
+    if token is not None and key_from_client:
+        raise HttpStartError(
+            "TEAM_VAULT_HTTP_TOKEN and --key-from-client are both given: with --key-from-client each client's "
+            "Bearer token is its own Team Vault key, so unset TEAM_VAULT_HTTP_TOKEN (or drop the flag)."
+        )
+    if (tls_cert is None) != (tls_key is None):
+        raise HttpStartError("--tls-cert and --tls-key go together: give both (PEM files) or neither.")
+    if not is_loopback_host(host) and tls_cert is None and not insecure_bind:
+        raise HttpStartError(
+            f"--http {host}:{port} listens beyond this machine without TLS: give --tls-cert and --tls-key, or "
+            "--insecure-bind when a TLS reverse proxy in front of it is the only way in (see the README)."
+        )
+    problems: list[str] = []
+    if token is not None and (
+        len(token) < MIN_HTTP_TOKEN_CHARS or any(ch.isspace() or not ch.isprintable() for ch in token)
+    ):
+        problems.append(
+            f"TEAM_VAULT_HTTP_TOKEN must be at least {MIN_HTTP_TOKEN_CHARS} printable characters without spaces "
+            "(value not shown); make one with: openssl rand -hex 32"
+        )
+    origins = _origins(environ, problems)
+    max_sessions = _number(
+        environ,
+        "TEAM_VAULT_HTTP_MAX_SESSIONS",
+        DEFAULT_HTTP_MAX_SESSIONS,
+        0.0,
+        problems,
+        unit="sessions",
+        maximum=100_000,
+    )
+    if max_sessions != int(max_sessions):
+        problems.append(
+            f"TEAM_VAULT_HTTP_MAX_SESSIONS={environ['TEAM_VAULT_HTTP_MAX_SESSIONS']!r} is not a whole number."
+        )
+    idle = _number(environ, "TEAM_VAULT_HTTP_SESSION_IDLE", DEFAULT_HTTP_SESSION_IDLE, 0.0, problems, maximum=86_400)
+    body_mb = _number(
+        environ, "TEAM_VAULT_HTTP_MAX_BODY_MB", DEFAULT_HTTP_MAX_BODY_MB, 0.0, problems, unit="megabytes", maximum=1024
+    )
+    cert = _existing_file("--tls-cert", tls_cert, problems)
+    key = _existing_file("--tls-key", tls_key, problems)
+    if problems:
+        text = "\n".join(problems)
+        raise ConfigError(text.replace(token, "***") if token else text)
+    return HttpConfig(
+        host=host,
+        port=port,
+        token=token,
+        key_from_client=key_from_client,
+        origins=origins,
+        max_sessions=int(max_sessions),
+        session_idle=idle,
+        max_body_bytes=int(body_mb * 1024 * 1024),
+        tls_cert=cert,
+        tls_key=key,
+        insecure_bind=insecure_bind,
+    )
+
+
+def _origins(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]:
+    """TEAM_VAULT_HTTP_ORIGINS: comma-separated ``scheme://host[:port]``, compared exactly (lower case)."""
+    origins = []
+    for item in (part.strip() for part in environ.get("TEAM_VAULT_HTTP_ORIGINS", "").split(",")):
+        if not item:
+            continue
+        parts = urlsplit(item)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+            problems.append(
+                f"TEAM_VAULT_HTTP_ORIGINS: {item!r} is not an origin such as https://agent.example.com "
+                "(scheme, host and optional port, nothing after)."
+            )
+            continue
+        origins.append(item.rstrip("/").lower())
+    return tuple(dict.fromkeys(origins))
+
+
+def _existing_file(flag: str, raw: str | None, problems: list[str]) -> Path | None:
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_file():
+        problems.append(f"{flag} {raw}: no such file (a PEM file is expected).")
+    return path

@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +33,7 @@ from typing import Any
 from teamvault_mcp.localvault.app import VaultHandler, VaultState
 from teamvault_mcp.localvault.datadir import open_data_dir
 from teamvault_mcp.localvault.faults import Fault, FaultPlan
-from teamvault_mcp.localvault.keys import KEY_FILE, use_start_key
+from teamvault_mcp.localvault.keys import KEY_FILE, add_user_key, use_start_key
 from teamvault_mcp.localvault.limits import (
     DEFAULT_HEAD_TIMEOUT,
     LISTEN_BACKLOG,
@@ -42,7 +43,7 @@ from teamvault_mcp.localvault.limits import (
 )
 from teamvault_mcp.localvault.store import Store, VaultError, new_api_key
 
-__all__ = ["DEFAULT_PORT", "Fault", "FaultPlan", "Limits", "LocalVault", "Store", "VaultError"]
+__all__ = ["DEFAULT_PORT", "Fault", "FaultPlan", "Limits", "LocalUser", "LocalVault", "Store", "VaultError"]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,15 @@ class _Server(ThreadingHTTPServer):
             log.debug("connection from %s ended: %s", client_address, error)
         else:
             log.exception("internal error on a connection from %s", client_address)
+
+
+@dataclass(frozen=True)
+class LocalUser:
+    """A user :meth:`LocalVault.add_user` made: its id, email and API key."""
+
+    id: str
+    email: str
+    api_key: str = field(repr=False)
 
 
 class LocalVault:
@@ -177,6 +187,20 @@ class LocalVault:
             _write_private(self.data_dir / KEY_FILE, key)
         use_start_key(self.store, owner, key)
         return project_id, key
+
+    def add_user(self, email: str, name: str | None = None, *, roles: dict[str, str] | None = None) -> LocalUser:
+        """A user with an API key of their own (valid until revoked), a member of each project in ``roles``
+        (slug → ``OWNER``, ``ADMIN``, ``EDITOR`` or ``VIEWER``); a slug no project has yet gets a new project,
+        owned by the vault's first user. ``local-vault keys add --user EMAIL --role SLUG:ROLE`` does the same."""
+        user, key = add_user_key(self.store, email, name=name, roles=roles or {}, label=f"user {email}")
+        return LocalUser(user.id, email, key)
+
+    def add_project(self, slug: str, name: str | None = None) -> str:
+        """The id of the project with ``slug``, made (owned by the vault's first user) if there is none."""
+        project_id = self.store.project_by_slug(slug)
+        if project_id is None:
+            project_id = self.store.add_project(slug, name or slug, self.store.owner_of(self.project_id))
+        return project_id
 
     def _stored_key(self) -> str | None:
         try:

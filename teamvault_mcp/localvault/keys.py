@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -134,7 +135,15 @@ def _stored_key_hash(data_dir: Path) -> str | None:
 
 
 def run_keys_command(
-    command: str, data_dir: Path, *, label: str | None, prefix: str | None, out: TextIO, err: TextIO
+    command: str,
+    data_dir: Path,
+    *,
+    label: str | None,
+    prefix: str | None,
+    out: TextIO,
+    err: TextIO,
+    user: str | None = None,
+    roles: Sequence[str] = (),
 ) -> int:
     """``teamvault-mcp local-vault keys list|add|revoke``; returns the exit code. ``out`` gets only results."""
     try:
@@ -144,6 +153,8 @@ def run_keys_command(
             )
         store = Store(data_dir)
         try:
+            if command == "add" and (user is not None or roles):
+                return _add_for_user(store, user, roles, label, out, err)
             return _run(command, store, data_dir, label, prefix, out, err)
         finally:
             store.close()
@@ -153,6 +164,23 @@ def run_keys_command(
     except (OSError, sqlite3.Error) as error:
         err.write(f"teamvault-mcp local-vault keys {command}: cannot use the vault in {data_dir}: {error}\n")
         return 1
+
+
+def _add_for_user(
+    store: Store, email: str | None, given_roles: Sequence[str], label: str | None, out: TextIO, err: TextIO
+) -> int:
+    """``keys add --user EMAIL --role SLUG:ROLE ...``: a key of another user, with per-project roles."""
+    if email is None:
+        raise KeyCommandError("--role goes with --user EMAIL: the roles are that user's", 2)
+    try:
+        roles = dict(parse_role(given) for given in given_roles)
+        user, key = add_user_key(store, email, roles=roles, label=label)
+    except ValueError as error:
+        raise KeyCommandError(str(error), 2) from None
+    out.write(key + "\n")
+    where = ", ".join(f"{slug} ({role})" for slug, role in roles.items()) or "no project yet"
+    err.write(f"added a key for {user.email} ({key_prefix(key)}…), member of {where}; it is shown only this once\n")
+    return 0
 
 
 def _run(
@@ -182,6 +210,38 @@ def _run(
             err.write("it was the start key (--api-key): starting with it again would make it valid again\n")
         return 0
     raise KeyCommandError(f"unknown command {command!r}; use list, add or revoke", 2)
+
+
+#: The roles a member of a project can have; the first three may write.
+ROLES = ("OWNER", "ADMIN", "EDITOR", "VIEWER")
+
+
+def parse_role(given: str) -> tuple[str, str]:
+    """``alpha:EDITOR`` → (``alpha``, ``EDITOR``); ValueError naming what is wrong."""
+    slug, colon, role = given.partition(":")
+    role = role.strip().upper()
+    if not colon or not slug.strip() or role not in ROLES:
+        raise ValueError(f"--role {given!r} is not <project slug>:<role> with a role of {', '.join(ROLES)}")
+    return slug.strip(), role
+
+
+def add_user_key(
+    store: Store, email: str, *, name: str | None = None, roles: Mapping[str, str], label: str | None = None
+) -> tuple[User, str]:
+    """A key for the user with ``email`` (made if new), a member of each project in ``roles`` (slug → role);
+    a slug no project has yet gets a new project, owned by the local user. ValueError for an unknown role."""
+    unknown = sorted({role for role in roles.values() if role not in ROLES})
+    if unknown:
+        raise ValueError(f"unknown role(s) {', '.join(unknown)}: use one of {', '.join(ROLES)}")
+    if not email.strip() or not email.isprintable():
+        raise ValueError("--user takes an email address")
+    with store.read() as db:
+        row = db.execute("SELECT id, email, name FROM users WHERE email = ?", (email,)).fetchone()
+    user = User(*row) if row else store.add_user(email, name)
+    for slug, role in roles.items():
+        project_id = store.project_by_slug(slug) or store.add_project(slug, slug, _local_user(store))
+        store.add_member(project_id, user.id, role)
+    return user, store.add_api_key(user.id, new_api_key(), label=label)
 
 
 def _local_user(store: Store) -> User:

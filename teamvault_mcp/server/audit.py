@@ -27,14 +27,18 @@ OUTCOMES = ("applied", "replayed", "failed", "uncertain", "cancelled", "noop")
 
 
 class AuditLog:
-    def __init__(self, path: Path) -> None:
+    """``user``: the caller's Team Vault user id, on every line (``serve --http --key-from-client``)."""
+
+    def __init__(self, path: Path, *, user: str | None = None) -> None:
         self.path = path
+        self.user = user
         self._lock = threading.Lock()
         self._reported = False
 
     def record(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` (plus the time) as one line."""
-        line = json.dumps({"time": _now(), **entry}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        caller = {"user": self.user} if self.user is not None else {}
+        line = json.dumps({"time": _now(), **caller, **entry}, ensure_ascii=False, separators=(",", ":")) + "\n"
         data = line.encode("utf-8")
         with self._lock:
             try:

@@ -201,35 +201,47 @@ def _tool_definition(tool: Tool, tools: ToolSet) -> types.Tool:
     )
 
 
-def build_server(runner: ToolRunner) -> Server[Any]:
-    """The MCP server for ``runner``'s tools; the transport is the caller's choice."""
-    listings: dict[int, types.ListToolsResult] = {}
+def build_server(runner: ToolRunner, *, runner_for: Callable[[Any], ToolRunner] | None = None) -> Server[Any]:
+    """The MCP server for ``runner``'s tools; the transport is the caller's choice.
+
+    ``runner_for(ctx)``: the runner of the request's caller instead (``serve --http --key-from-client``
+    runs each key's calls in a runner of its own); ``runner`` then gives the instructions only, without
+    the team's instructions note (the server has no key of its own to read it with).
+    """
+    listings: dict[int, tuple[int, types.ListToolsResult]] = {}  # the one runner's, by its tools' generation
+
+    def pick(ctx: Any) -> ToolRunner:
+        return runner_for(ctx) if runner_for is not None else runner
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        await runner.schemas_ready()
-        generation = runner.tools_generation
-        if generation not in listings:
-            listings.clear()
-            registered = runner.tool_set()
-            listings[generation] = types.ListToolsResult(
-                tools=[_tool_definition(tool, registered) for tool in runner.tools.values()]
-            )
-        return listings[generation]
+        current = pick(ctx)
+        await current.schemas_ready()
+        generation = current.tools_generation
+        cached = listings.get(id(current))
+        if cached is None or cached[0] != generation:
+            registered = current.tool_set()
+            tools = [_tool_definition(tool, registered) for tool in current.tools.values()]
+            cached = (generation, types.ListToolsResult(tools=tools))
+            if runner_for is None:  # per-caller runners come and go: theirs are made anew
+                listings[id(current)] = cached
+        return cached[1]
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        current = pick(ctx)
         wants_progress = params.meta is not None and params.meta.get("progress_token") is not None
-        await runner.schemas_ready()
-        generation = runner.tools_generation
+        await current.schemas_ready()
+        generation = current.tools_generation
         report = ctx.session.report_progress if wants_progress else None
-        result = await runner.call(params.name, params.arguments, report)
-        if runner.tools_generation != generation:  # reload_schemas changed the tools
+        result = await current.call(params.name, params.arguments, report)
+        if current.tools_generation != generation:  # reload_schemas changed the tools
             await ctx.session.send_tool_list_changed()
         return result
 
+    team_note = _team_note(runner) if runner_for is None else None
     return Server(
         "team-vault",
         version=__version__,
-        instructions=instructions_for(runner.config, runner.tool_set(), _team_note(runner)),
+        instructions=instructions_for(runner.config, runner.tool_set(), team_note),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

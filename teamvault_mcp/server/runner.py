@@ -82,7 +82,17 @@ WARM_UP_SECONDS = 600.0
 class ToolRunner:
     """Runs tool calls in worker threads, one budget and one cancel token per call."""
 
-    def __init__(self, config: Config, *, clock: Clock | None = None, policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        clock: Clock | None = None,
+        policy: RetryPolicy | None = None,
+        caches: ProjectCaches | None = None,
+        audit_user: str | None = None,
+    ) -> None:
+        """``caches``: a content cache shared with other runners (``serve --http --key-from-client``: it is
+        addressed by content hash); ``audit_user``: the caller's user id for each audit line."""
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
@@ -96,7 +106,7 @@ class ToolRunner:
         self.foreground = Foreground()  # the calls running, which the warm-up steps aside for
         self.warm_up: WarmUp | None = None
         self._warm_token = CancelToken()
-        self._caches = (
+        self._caches = caches or (
             ProjectCaches(
                 config.cache_dir,
                 max_bytes=config.cache_max_bytes,
@@ -105,7 +115,7 @@ class ToolRunner:
             if config.cache_dir is not None
             else None
         )
-        self.audit = AuditLog(config.audit_log) if config.audit_log is not None else None
+        self.audit = AuditLog(config.audit_log, user=audit_user) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()

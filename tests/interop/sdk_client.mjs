@@ -1,6 +1,7 @@
 // Drive an MCP server over stdio with the official TypeScript SDK client (@modelcontextprotocol/sdk).
 //
 // usage: node sdk_client.mjs <server command> [args...]
+//        node sdk_client.mjs --http <url>     (Streamable HTTP; TEAM_VAULT_HTTP_TOKEN is the Bearer token)
 //
 // The server gets the SDK's default environment plus every TEAM_VAULT_* variable of ours.
 // The scenario comes from the test, one JSON command per stdin line; each gets one JSON
@@ -14,6 +15,7 @@
 // A command that throws is answered {"op":..,"thrown":{"name","code","message"}}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createInterface } from "node:readline";
 import { performance } from "node:perf_hooks";
 
@@ -21,7 +23,12 @@ const [command, ...args] = process.argv.slice(2);
 const env = { ...getDefaultEnvironment() };
 for (const [key, value] of Object.entries(process.env)) if (key.startsWith("TEAM_VAULT_")) env[key] = value;
 
-const transport = new StdioClientTransport({ command, args, env, stderr: "inherit" });
+const transport =
+  command === "--http"
+    ? new StreamableHTTPClientTransport(new URL(args[0]), {
+        requestInit: { headers: { Authorization: `Bearer ${process.env.TEAM_VAULT_HTTP_TOKEN}` } },
+      })
+    : new StdioClientTransport({ command, args, env, stderr: "inherit" });
 const sent = []; // every JSON-RPC message the client wrote
 const received = []; // and every one it read
 const send = transport.send.bind(transport);

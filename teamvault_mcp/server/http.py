@@ -1,0 +1,397 @@
+"""MCP over Streamable HTTP: ``teamvault-mcp serve --http [HOST:]PORT``, the same server as over stdio.
+
+The SDK's own :class:`StreamableHTTPSessionManager` speaks the protocol (sessions, SSE, idle
+expiry, the session limit, 413 for an oversized body); the server is :func:`build_server` on
+:class:`ToolRunner`, exactly as over stdio, so tool calls run in worker threads with their
+budget, retries, progress and cancellation. In front of the manager, :class:`HttpFront` (an ASGI
+app) decides, on every request, in this order:
+
+1. the path is ``/mcp`` (else 404);
+2. a present ``Origin`` is a loopback origin or one of TEAM_VAULT_HTTP_ORIGINS (else 403:
+   a browser page of another site, DNS rebinding); on a loopback bind the ``Host`` is a loopback
+   name or the host of an allowed origin (else 421);
+3. ``Authorization: Bearer`` holds the shared token, compared in constant time (token mode), or
+   a Team Vault key the vault accepts (``--key-from-client``); else 401 with
+   ``WWW-Authenticate: Bearer``, the same answer for a missing, a malformed and a wrong one.
+
+Each caller is a :class:`Caller`: one runner, so in the team mode every request, listing and
+search of a key is that key's, and Team Vault's permissions decide. Only the content cache is
+shared: it is addressed by content hash, and a runner asks only for the hashes its own key's
+listings show. A session belongs to the caller that opened it (the SDK answers 404 to anyone
+else). A client that goes away cancels its calls in flight as a host's cancel does: closing the
+POST's stream, or deleting the session (the SDK ends it, which cancels its handlers).
+
+The key and the token never leave this module: callers are told apart by a digest of their key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import logging
+import socket
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.to_thread
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.datastructures import Headers
+
+from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
+from teamvault_mcp.errors import HTTPStatusError, TeamVaultError
+from teamvault_mcp.server.protocol import build_server
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.vault.cache import ProjectCaches
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+#: Seconds a new key's check at the vault (``GET /api/auth/me``) may take.
+KEY_CHECK_BUDGET = 10.0
+#: Key checks running at once: wrong keys must not take every thread.
+KEY_CHECKS_AT_ONCE = 4
+#: Where the ASGI scope carries the event set when the client has gone away.
+GONE = "teamvault_mcp.gone"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+@dataclass
+class Caller:
+    """One caller: its runner, its Team Vault user id (team mode) and when it last sent a request."""
+
+    runner: ToolRunner
+    user_id: str | None
+    last_seen: float
+
+
+class Callers:
+    """Who may call, and the runner each caller's requests run in.
+
+    Token mode has one caller, the holder of TEAM_VAULT_HTTP_TOKEN, on the server's own key. In the
+    team mode (``--key-from-client``) each key is a caller, checked at the vault the first time it
+    is seen; at most ``max_sessions`` keys are kept, and one is forgotten only after it has sent
+    nothing for longer than a session may stay idle (its sessions have all expired by then).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        options: HttpConfig,
+        *,
+        clock: Clock | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.clock: Clock = clock or SystemClock()
+        self.policy = policy
+        self._lock = threading.Lock()
+        self._callers: OrderedDict[str, Caller] = OrderedDict()
+        self._checks = anyio.CapacityLimiter(KEY_CHECKS_AT_ONCE)
+        # One content cache for every key: entries are found by content hash only.
+        self._caches = (
+            ProjectCaches(
+                config.cache_dir, max_bytes=config.cache_max_bytes, server=config.cache_namespace or config.base_url
+            )
+            if config.cache_dir is not None
+            else None
+        )
+        #: The runner whose configuration gives the instructions (and, in token mode, runs every call).
+        self.template = self._runner(config, None)
+        if not options.key_from_client:
+            self._callers["token"] = Caller(self.template, None, self.clock.monotonic())
+
+    def _runner(self, config: Config, user_id: str | None) -> ToolRunner:
+        return ToolRunner(config, clock=self.clock, policy=self.policy, caches=self._caches, audit_user=user_id)
+
+    async def identify(self, authorization: str | None) -> str | None:
+        """The caller's id for an ``Authorization`` header, or None: refuse with 401."""
+        presented = bearer(authorization)
+        if presented is None:
+            return None
+        if not self.options.key_from_client:
+            expected = self.options.token or ""
+            return "token" if hmac.compare_digest(presented.encode(), expected.encode()) else None
+        caller_id = hashlib.sha256(presented.encode()).hexdigest()
+        with self._lock:
+            caller = self._callers.get(caller_id)
+            if caller is not None:
+                caller.last_seen = self.clock.monotonic()
+                self._callers.move_to_end(caller_id)
+                return caller_id
+        async with self._checks:
+            user_id = await anyio.to_thread.run_sync(self._user_of, presented, abandon_on_cancel=True)
+        if user_id is None:
+            return None
+        runner = self._runner(replace(self.config, api_key=presented), user_id)
+        with self._lock:
+            if caller_id not in self._callers:
+                self._make_room()
+                self._callers[caller_id] = Caller(runner, user_id, self.clock.monotonic())
+        return caller_id
+
+    def _user_of(self, key: str) -> str | None:
+        """The Team Vault user id of ``key``; None when the vault refuses it (a vault that cannot be asked raises)."""
+        budget = Budget(KEY_CHECK_BUDGET, self.clock)
+        runner = self._runner(replace(self.config, api_key=key), None)
+        client = runner.client(budget, CancelToken())
+        try:
+            return str(client.whoami()["id"])
+        except HTTPStatusError as refused:
+            if refused.status in (401, 403):
+                return None
+            raise
+        finally:
+            client.close()
+            runner.close()
+
+    def _make_room(self) -> None:
+        """Forget the least recently seen key that has been idle past the session timeout, when at the limit."""
+        if len(self._callers) < self.options.max_sessions:
+            return
+        oldest_id, oldest = next(iter(self._callers.items()))
+        if self.clock.monotonic() - oldest.last_seen < self.options.session_idle:
+            raise TooManyCallers()
+        del self._callers[oldest_id]
+        oldest.runner.close()
+
+    def runner_for(self, ctx: Any) -> ToolRunner:
+        """The runner of the caller whose request ``ctx`` is (the front put the caller's id in its scope)."""
+        user = ctx.request.scope.get("user") if ctx.request is not None else None
+        caller_id = user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
+        with self._lock:
+            caller = self._callers.get(caller_id or "")
+        if caller is None:  # cannot happen: the front admits no request without a caller
+            raise RuntimeError("a request reached the MCP server without a known caller")
+        return caller.runner
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._callers)
+
+    def close(self) -> None:
+        with self._lock:
+            callers = list(self._callers.values())
+            self._callers.clear()
+        for caller in callers:
+            caller.runner.close()
+        self.template.close()
+
+
+class TooManyCallers(Exception):
+    """As many keys as sessions are allowed are in use, none idle long enough to forget."""
+
+
+def bearer(authorization: str | None) -> str | None:
+    """The token of ``Authorization: Bearer <token>``; None when absent or malformed."""
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or any(ch.isspace() or not ch.isprintable() for ch in token):
+        return None
+    return token
+
+
+class HttpFront:
+    """The ASGI app of ``serve --http``: the checks of the module docstring, then the SDK's session manager."""
+
+    def __init__(self, callers: Callers, options: HttpConfig) -> None:
+        self.callers = callers
+        self.options = options
+        server = build_server(callers.template, runner_for=callers.runner_for)
+        server.middleware.append(_cancel_when_client_goes)
+        self.manager = StreamableHTTPSessionManager(
+            server,
+            session_idle_timeout=options.session_idle,
+            max_request_body_size=options.max_body_bytes,
+            max_sessions=options.max_sessions,
+        )
+        self._allowed_hosts = {urlsplit(origin).hostname or "" for origin in options.origins}
+        #: Set once the session manager runs (the lifespan has started).
+        self.started = threading.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if scope["path"].rstrip("/") != MCP_PATH:
+            await _answer(send, 404, f"Not found: the MCP endpoint is {MCP_PATH}.")
+            return
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin):
+            log.warning("refused a request from the browser origin %r (not in TEAM_VAULT_HTTP_ORIGINS)", origin[:200])
+            await _answer(send, 403, "Forbidden: this origin may not call this MCP server.")
+            return
+        if self.options.is_loopback and not self._host_allowed(headers.get("host")):
+            await _answer(send, 421, "Misdirected request: the Host header is not this server's.")
+            return
+        try:
+            caller_id = await self.callers.identify(headers.get("authorization"))
+        except TooManyCallers:
+            await _answer(send, 503, "Too many different keys are in use; try again later.", retry_after="60")
+            return
+        except TeamVaultError as error:
+            log.warning("cannot check a caller's key at the Team Vault server: %s", error)
+            await _answer(send, 503, "The Team Vault server could not be asked about this key; try again later.")
+            return
+        if caller_id is None:
+            await _answer(
+                send,
+                401,
+                "Unauthorized: send 'Authorization: Bearer <token>'.",
+                www_authenticate='Bearer realm="teamvault-mcp"',
+            )
+            return
+        gone = anyio.Event()
+        scope = {**scope, "user": _principal(caller_id), GONE: gone}
+
+        async def watched_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone.set()
+            return message
+
+        await self.manager.handle_request(scope, watched_receive, send)
+
+    def _origin_allowed(self, origin: str) -> bool:
+        if origin.rstrip("/").lower() in self.options.origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and is_loopback_host(parts.hostname or "")
+
+    def _host_allowed(self, host: str | None) -> bool:
+        if host is None:
+            return False
+        name = urlsplit(f"//{host}").hostname or ""
+        return is_loopback_host(name) or name in self._allowed_hosts
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        async with self.manager.run():
+            await send({"type": "lifespan.startup.complete"})
+            self.started.set()
+            await receive()  # lifespan.shutdown
+        self.callers.close()
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+@functools.lru_cache(maxsize=1024)  # made once per caller, not per request (a pydantic model)
+def _principal(caller_id: str) -> AuthenticatedUser:
+    """What the SDK's session manager compares to tie a session to the caller that opened it (no key in it)."""
+    return AuthenticatedUser(AccessToken(token="-", client_id=caller_id, scopes=[]))
+
+
+async def _cancel_when_client_goes(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Cancel a tool call whose client has closed its stream, as ``notifications/cancelled`` would."""
+    gone = ctx.request.scope.get(GONE) if ctx.method == "tools/call" and ctx.request is not None else None
+    if gone is None:
+        return await call_next(ctx)
+    result: Any = None
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            await gone.wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        result = await call_next(ctx)
+        group.cancel_scope.cancel()
+    if result is None:  # nobody is left to read it
+        log.info("a tool call was cancelled: its client went away")
+        return {"content": [{"type": "text", "text": "Cancelled: the client went away."}], "isError": True}
+    return result
+
+
+async def _answer(send: Send, status: int, text: str, **headers: str) -> None:
+    extra = [(name.replace("_", "-").encode(), value.encode()) for name, value in headers.items()]
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class HttpService:
+    """``serve --http`` in one object: the bound socket, uvicorn, and a stop that works from any thread."""
+
+    def __init__(
+        self,
+        config: Config,
+        options: HttpConfig,
+        *,
+        clock: Clock | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        import uvicorn
+
+        self.options = options
+        self.callers = Callers(config, options, clock=clock, policy=policy)
+        self.front = HttpFront(self.callers, options)
+        family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets; without it, Nagle held the end of
+        # every SSE response until the client's delayed ACK, 40 ms per call.
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((options.host, options.port))
+            self.socket.listen(socket.SOMAXCONN)  # clients may connect before uvicorn runs: they wait
+        except OSError:
+            self.socket.close()
+            raise
+        self.port = int(self.socket.getsockname()[1])
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                self.front,
+                log_config=None,
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+                ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
+                ssl_keyfile=str(options.tls_key) if options.tls_key else None,
+                # Open GET streams never end by themselves: a stop waits this long for them at most.
+                timeout_graceful_shutdown=3,
+            )
+        )
+        self.started = self.front.started
+
+    @property
+    def url(self) -> str:
+        return replace(self.options, port=self.port).url
+
+    def run(self) -> None:
+        """Serve until :meth:`stop` (blocking; call it in a thread other than the main one for signals)."""
+
+        try:
+            anyio.run(self._server.serve, [self.socket])
+        finally:
+            self.socket.close()
+            self.started.set()  # nobody waits for a start that will not come
+
+    def stop(self) -> None:
+        self._server.should_exit = True
