@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from teamvault_mcp.errors import ConfigError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: TEAM_VAULT_STDIO: the stdio transport; ``stock`` is the SDK's own, the escape hatch (README: Configuration).
+STDIO_TRANSPORTS = ("lean", "stock")
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
@@ -31,7 +33,8 @@ USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
     "(optional: TEAM_VAULT_PROJECT_ID, TEAM_VAULT_READ_ONLY, TEAM_VAULT_CALL_BUDGET, "
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
-    "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR)"
+    "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR, "
+    "TEAM_VAULT_STDIO)"
 )
 
 
@@ -60,6 +63,8 @@ class Config:
     project_write_prefixes: tuple[tuple[str, str], ...] = ()
     #: The folder (``"schemas/"``) of the schema notes that define upsert_<name> tools; None: none.
     schema_dir: str | None = None
+    #: The stdio transport: ``lean`` (ours) or ``stock`` (the SDK's ``stdio_server``).
+    stdio: str = "lean"
 
     @property
     def writes_fenced(self) -> bool:
@@ -115,6 +120,11 @@ def load_config(environ: Mapping[str, str]) -> Config:
     cache_max_mb = _number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
+    stdio = environ.get("TEAM_VAULT_STDIO", "").strip().lower() or "lean"
+    if stdio not in STDIO_TRANSPORTS:
+        problems.append(
+            f"TEAM_VAULT_STDIO={environ['TEAM_VAULT_STDIO']!r} is not one of {', '.join(STDIO_TRANSPORTS)}."
+        )
     if problems:
         # Belt and braces: a key pasted into the wrong variable must not be echoed either.
         raise ConfigError("\n".join(problems).replace(api_key, "***") if api_key else "\n".join(problems))
@@ -133,6 +143,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         write_prefixes=write_prefixes,
         project_write_prefixes=project_write_prefixes,
         schema_dir=schema_dir,
+        stdio=stdio,
     )
 
 

@@ -2,8 +2,8 @@
 ``Server``, and serving it over stdio until the host closes stdin or :class:`ServeStop` is requested.
 
 A tool call is handed to :class:`~teamvault_mcp.server.runner.ToolRunner`, which runs it in a
-worker thread and turns every error into a tool result; the stdio transport and its guards are
-``stdio.py``.
+worker thread and turns every error into a tool result; the stdio transports are ``lean.py``
+(the default) and ``stdio.py`` (the SDK's, with the guards both use).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from mcp.server.lowlevel import NotificationOptions, Server
 
 from teamvault_mcp import __version__
 from teamvault_mcp.config import Config
-from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server import lean as lean_stdio
+from teamvault_mcp.server.runner import CANCEL_GRACE, ToolRunner
 from teamvault_mcp.server.stdio import serve_stdio
 from teamvault_mcp.tools.spec import Tool
 
@@ -115,13 +116,15 @@ class ServeStop:
 
     :meth:`request` cancels the server's scope, so every call in flight is cancelled as a
     host's cancel would cancel it (its request aborted, its audit line written); once they
-    have ended, :attr:`calls_ended` is set. ``serve`` itself does not return then: the SDK's
-    stdio transport reads stdin in a worker thread that no signal wakes, so the caller ends
-    the process (``os._exit``) after its own clean-up.
+    have ended, :attr:`calls_ended` is set. On the lean transport ``serve`` then returns;
+    on the stock one (:attr:`returns` false) it does not: the SDK's transport reads stdin
+    in a worker thread that no signal wakes, so the caller ends the process (``os._exit``).
     """
 
     def __init__(self) -> None:
         self.calls_ended = threading.Event()
+        #: Whether ``serve`` returns after a stop: set by ``serve`` once it knows its transport.
+        self.returns = False
         #: How many tool calls were in flight when the stop was requested.
         self.cancelled_calls = 0
         self._lock = threading.Lock()
@@ -154,19 +157,28 @@ class ServeStop:
 
 
 def serve(config: Config, stop: ServeStop | None = None) -> None:
-    """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested)."""
+    """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested).
+
+    The transport is TEAM_VAULT_STDIO's: the lean one by default, the SDK's with ``stock``.
+    """
     runner = ToolRunner(config)
     runner.start_schema_load()  # meanwhile the host's initialize is answered
     server = build_server(runner)
     options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
 
+    lean = config.stdio == "lean" and lean_stdio.AVAILABLE  # not on Windows: it polls pipes
+    if stop is not None:
+        stop.returns = lean
+
     async def main() -> None:
-        if stop is None:
-            await serve_stdio(server, options)
-        else:  # every handler task has ended when server.run returns: calls_ended then
-            await serve_stdio(
-                server, options, on_start=lambda scope: stop._attach(scope, runner), on_end=stop.calls_ended.set
-            )
+        hooks: dict[str, Any] = {}
+        if stop is not None:  # every handler task has ended when server.run returns: calls_ended then
+            hooks = {"on_start": lambda scope: stop._attach(scope, runner), "on_end": stop.calls_ended.set}
+        if lean:
+            # At the end of input the requests read are answered first: a call ends within its budget.
+            await lean_stdio.serve_lean(server, options, drain_limit=config.call_budget + CANCEL_GRACE, **hooks)
+        else:
+            await serve_stdio(server, options, **hooks)
 
     try:
         anyio.run(main)
