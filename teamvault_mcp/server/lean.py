@@ -39,6 +39,7 @@ from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 
 from teamvault_mcp.server.stdio import WritesOnlyWritable, second_reading
+from teamvault_mcp.text.wire import valid_unicode
 
 log = logging.getLogger(__name__)
 
@@ -237,8 +238,9 @@ class Stdout:
 class Unanswered:
     """The requests read and not answered yet, by id: what the end of input waits for.
 
-    Ids are compared as the SDK compares them ("7" is 7); a request the host cancelled is
-    never answered (the SDK sends nothing for it), so its cancel settles it.
+    Ids are compared as the SDK compares them ("7" is 7), and as they are written (a lone
+    surrogate goes out as U+FFFD); a request the host cancelled is never answered (the SDK
+    sends nothing for it), so its cancel settles it.
     """
 
     def __init__(self) -> None:
@@ -247,7 +249,7 @@ class Unanswered:
 
     def read(self, message: Any) -> None:
         if isinstance(message, types.JSONRPCRequest):
-            self._ids[coerce_request_id(message.id)] += 1
+            self._ids[_key(message.id)] += 1
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             request_id = cancelled_request_id_from_params(message.params)
             if request_id is not None:
@@ -258,7 +260,7 @@ class Unanswered:
             self._settle(message.id)
 
     def _settle(self, request_id: Any) -> None:
-        key = coerce_request_id(request_id)
+        key = _key(request_id)
         if self._ids[key] > 1:
             self._ids[key] -= 1
         else:
@@ -275,6 +277,10 @@ class Unanswered:
             await self._none_left.wait()
         if self._ids:
             log.warning("the end of input came %.0f s ago; %d requests are still unanswered", limit, len(self._ids))
+
+
+def _key(request_id: Any) -> Any:
+    return coerce_request_id(valid_unicode(request_id) if isinstance(request_id, str) else request_id)
 
 
 class MessageReader:
