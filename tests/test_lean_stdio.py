@@ -533,3 +533,26 @@ def test_the_end_of_input_waits_at_most_the_budget_and_its_grace(tmp_path: Path)
     assert "budget" in answers[1]["result"]["content"][0]["text"], answers[1]
     assert result.returncode == 0
     assert time.monotonic() - started < 55, too_slow("a call of a 3 s budget", 55)
+
+
+# -- the hot path --------------------------------------------------------------------------------------------
+
+
+def test_the_sdks_telemetry_middleware_is_skipped_only_while_no_tracer_provider_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry import trace
+
+    from teamvault_mcp.config import load_config
+    from teamvault_mcp.server.protocol import build_server
+    from teamvault_mcp.server.runner import ToolRunner
+
+    # The public attribute this relies on: if the SDK drops or renames it, clearing it would do nothing.
+    assert len(Server("bare").middleware) == 1, "Server.middleware changed in the SDK: review build_server"
+    runner = ToolRunner(load_config({"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "osync_t"}))
+    try:
+        assert build_server(runner).middleware == []
+        monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.NoOpTracerProvider())  # one of its own
+        assert len(build_server(runner).middleware) == 1
+    finally:
+        runner.close()

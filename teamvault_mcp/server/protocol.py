@@ -84,13 +84,23 @@ def build_server(runner: ToolRunner) -> Server[Any]:
             await ctx.session.send_tool_list_changed()
         return result
 
-    return Server(
+    server: Server[Any] = Server(
         "team-vault",
         version=__version__,
         instructions=_instructions(runner.config),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    if not tracing_configured():  # the SDK's one default middleware makes OpenTelemetry spans nobody records
+        server.middleware = []
+    return server
+
+
+def tracing_configured() -> bool:
+    """Whether this process has an OpenTelemetry tracer provider of its own (the SDK's spans then go somewhere)."""
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def _instructions(config: Config) -> str:
