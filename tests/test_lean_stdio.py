@@ -556,3 +556,34 @@ def test_the_sdks_telemetry_middleware_is_skipped_only_while_no_tracer_provider_
         assert len(build_server(runner).middleware) == 1
     finally:
         runner.close()
+
+
+def test_in_a_terminal_the_stock_transport_serves_and_leaves_it_as_it_was(tmp_path: Path) -> None:
+    import pty
+    import termios
+
+    host, terminal = pty.openpty()
+    mode = termios.tcgetattr(terminal)
+    mode[1] &= ~termios.OPOST  # no \r added: the answers as written
+    mode[3] &= ~termios.ECHO  # lines as typed, Ctrl-D ends the input; nothing echoed
+    termios.tcsetattr(terminal, termios.TCSANOW, mode)
+    before = (flags(terminal), termios.tcgetattr(terminal))
+    with LocalVault(tmp_path / "vault") as vault:
+        child = Child(child_env(**env_for(vault, LOG_LEVEL="info")), stdin=terminal, stdout=terminal)
+        try:
+            os.write(host, f"{INITIALIZE}\n{INITIALIZED}\n{ping(2)}\n".encode())
+            got = b""
+            while got.count(b"\n") < 2:
+                got += os.read(host, 65536)
+            os.write(host, b"\x04")  # Ctrl-D: the end of input, as a person ends it
+            assert child.process.wait(timeout=GENEROUS) == 0
+            assert child.process.stderr is not None
+            stderr = child.process.stderr.read().decode()
+        finally:
+            child.end()
+        after = (flags(terminal), termios.tcgetattr(terminal))
+    os.close(host)
+    os.close(terminal)
+    assert got.splitlines()[1] == ping_answer(2).strip()
+    assert "stdin or stdout is a terminal: serving over the SDK's stdio transport" in stderr
+    assert before == after

@@ -8,7 +8,8 @@ no stream between. Neither needs ``O_NONBLOCK``, which would change the descript
 terminal or a parent shares with us: readiness comes from ``poll``, and each write is at
 most what a ready pipe or socket takes without blocking (``PIPE_BUF``). While serving,
 fd 0 points at /dev/null and fd 1 at stderr, as under the stock transport (children and
-stray output miss the wire); both are restored at the end.
+stray output miss the wire); both are restored at the end. Where stdin or stdout is a
+terminal, ``serve`` uses the stock transport instead: a terminal's write may block.
 
 Messages are the stock transport's, byte for byte: lines decoded as its text wrapper
 decodes them (UTF-8 with replacement, universal newlines), parsed and written by the
@@ -51,6 +52,14 @@ READ_SIZE = 65536
 
 #: Bytes written at a time to a pipe, socket or terminal that poll() finds writable: what it then takes whole.
 WRITE_SIZE = select.PIPE_BUF
+
+
+def on_a_terminal() -> bool:
+    """Whether stdin or stdout is a terminal: there the stock transport serves (a terminal's writes may block)."""
+    try:
+        return os.isatty(0) or os.isatty(1)
+    except OSError:
+        return False
 
 
 async def serve_lean(

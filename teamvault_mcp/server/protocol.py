@@ -8,6 +8,7 @@ worker thread and turns every error into a tool result; the stdio transports are
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,8 @@ from teamvault_mcp.server import lean as lean_stdio
 from teamvault_mcp.server.runner import CANCEL_GRACE, ToolRunner
 from teamvault_mcp.server.stdio import serve_stdio
 from teamvault_mcp.tools.spec import Tool
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 Tools for a Team Vault: a shared Obsidian vault that people edit at the same time.
@@ -177,6 +180,9 @@ def serve(config: Config, stop: ServeStop | None = None) -> None:
     options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
 
     lean = config.stdio == "lean" and lean_stdio.AVAILABLE  # not on Windows: it polls pipes
+    if lean and lean_stdio.on_a_terminal():  # a person typing: the SDK's line-by-line, blocking writes, as ever
+        log.info("stdin or stdout is a terminal: serving over the SDK's stdio transport")
+        lean = False
     if stop is not None:
         stop.returns = lean
 
