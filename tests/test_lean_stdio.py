@@ -587,3 +587,19 @@ def test_in_a_terminal_the_stock_transport_serves_and_leaves_it_as_it_was(tmp_pa
     assert got.splitlines()[1] == ping_answer(2).strip()
     assert "stdin or stdout is a terminal: serving over the SDK's stdio transport" in stderr
     assert before == after
+
+
+# -- the escape hatch ----------------------------------------------------------------------------------------
+
+
+def test_team_vault_stdio_takes_lean_or_stock_and_names_a_wrong_value() -> None:
+    from teamvault_mcp.config import load_config
+    from teamvault_mcp.errors import ConfigError
+
+    base = {"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "osync_t"}
+    assert load_config(base).stdio == "lean"
+    assert load_config({**base, "TEAM_VAULT_STDIO": " Stock "}).stdio == "stock"
+    assert load_config({**base, "TEAM_VAULT_STDIO": ""}).stdio == "lean"
+    with pytest.raises(ConfigError) as refused:
+        load_config({**base, "TEAM_VAULT_STDIO": "sdk"})
+    assert str(refused.value) == "TEAM_VAULT_STDIO='sdk' is not one of lean, stock."
