@@ -1,7 +1,7 @@
 """The hot path's steps in process, without stdio: each trim of issue 19 against what it replaced, side by side.
 
 - the thread hand-off: ``anyio.to_thread.run_sync`` under a limiter (before) against the runner's
-  kept threads and queue (:class:`~teamvault_mcp.server.runner.CallThreads`), for a function that
+  kept threads and queue (:class:`~teamvault_mcp.server.threads.CallThreads`), for a function that
   returns at once;
 - a whole ``ToolRunner.call`` that its worker thread refuses (``read_note`` of ``../x.md``): the
   product code around a request plus the hand-off;
@@ -26,7 +26,8 @@ import anyio.to_thread
 from mcp.server.lowlevel import Server
 
 from teamvault_mcp.config import load_config
-from teamvault_mcp.server.runner import MAX_CONCURRENT_CALLS, CallThreads, ToolRunner
+from teamvault_mcp.server.runner import MAX_CONCURRENT_CALLS, ToolRunner
+from teamvault_mcp.server.threads import CallThreads
 
 
 def nothing() -> int:

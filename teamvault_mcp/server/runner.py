@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 import threading
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,6 +37,7 @@ from teamvault_mcp.errors import (
     WriteScopeError,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
+from teamvault_mcp.server.threads import CallThreads
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.search import SearchIndex
@@ -63,11 +62,8 @@ SCHEMA_LOAD_GRACE = 2.0
 #: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
 CANCEL_GRACE = 10.0
 
-#: Tool calls running at once, each in a thread of :class:`CallThreads` (anyio's pool of 40 is left to the rest).
+#: Tool calls running at once, each in a thread of ``threads.CallThreads`` (anyio's pool of 40 is left to the rest).
 MAX_CONCURRENT_CALLS = 8
-
-#: Seconds a call thread waits for the next call before it ends.
-THREAD_IDLE_LIMIT = 10.0
 
 #: Deepest nesting of arrays and objects in a tool argument: no tool takes anything near it.
 MAX_ARGUMENT_DEPTH = 64
@@ -346,73 +342,6 @@ class ToolRunner:
                 with anyio.CancelScope(shield=True):
                     await asyncio.wait({done}, timeout=CANCEL_GRACE)
                 raise
-
-
-class CallThreads:
-    """The threads tool calls run in, kept between calls and handed each call through a queue.
-
-    anyio's ``to_thread`` costs about twice as much per call (its limiter, cancel scope and
-    context copy); a thread idle for :data:`THREAD_IDLE_LIMIT` seconds ends, as anyio's do.
-    The result (or exception) of ``work`` is set on ``done`` from the event loop's thread.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]] | None]
-        self._jobs = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0  # threads waiting for a job and not yet promised one
-        self._threads = 0
-
-    def run(self, work: Callable[[], Any], loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any]) -> None:
-        """Start ``work`` in an idle thread, or in a new one when none is idle."""
-        with self._lock:
-            start = self._idle == 0
-            if start:
-                self._threads += 1
-            else:
-                self._idle -= 1
-        self._jobs.put((work, loop, done))
-        if start:
-            threading.Thread(target=self._serve, name="teamvault-mcp call", daemon=True).start()
-
-    def close(self) -> None:
-        """End every thread once its call (if any) has ended."""
-        with self._lock:
-            threads = self._threads
-        for _ in range(threads):
-            self._jobs.put(None)
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                job = self._jobs.get(timeout=THREAD_IDLE_LIMIT)
-            except queue.Empty:
-                with self._lock:
-                    if self._idle == 0:  # every idle thread is promised a job: this one's is coming
-                        continue
-                    self._idle -= 1
-                    self._threads -= 1
-                return
-            if job is None:
-                return
-            work, loop, done = job
-            try:
-                outcome: tuple[Any, BaseException | None] = (work(), None)
-            except BaseException as error:  # handed to the awaiting task, which raises it there
-                outcome = (None, error)
-            with self._lock:
-                self._idle += 1
-            with suppress(RuntimeError):  # the loop has closed: nobody waits any more
-                loop.call_soon_threadsafe(_settle, done, *outcome)
-
-
-def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if done.cancelled():
-        return
-    if error is not None:
-        done.set_exception(error)
-    else:
-        done.set_result(result)
 
 
 def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:
