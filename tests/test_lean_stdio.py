@@ -603,3 +603,27 @@ def test_team_vault_stdio_takes_lean_or_stock_and_names_a_wrong_value() -> None:
     with pytest.raises(ConfigError) as refused:
         load_config({**base, "TEAM_VAULT_STDIO": "sdk"})
     assert str(refused.value) == "TEAM_VAULT_STDIO='sdk' is not one of lean, stock."
+
+
+def test_a_call_thread_is_kept_for_the_next_call_and_ended_by_close() -> None:
+    from teamvault_mcp.config import load_config
+    from teamvault_mcp.server.runner import ToolRunner
+
+    runner = ToolRunner(load_config({"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "osync_t"}))
+
+    def call_threads() -> set[threading.Thread]:
+        return {thread for thread in threading.enumerate() if thread.name == "teamvault-mcp call"}
+
+    async def two_calls() -> set[threading.Thread]:
+        await runner.call("read_note", {"path": "../x.md"})  # refused in its worker thread: no request
+        first = call_threads()
+        await runner.call("read_note", {"path": "../x.md"})
+        assert call_threads() == first  # the same thread took the second call
+        return first
+
+    kept = anyio.run(two_calls)
+    assert len(kept) == 1
+    runner.close()
+    for thread in kept:
+        thread.join(GENEROUS)
+        assert not thread.is_alive(), too_slow("a call thread ending after close", GENEROUS)
