@@ -2,7 +2,8 @@
 
 Serves ``GET /api/projects/bench/files?path=…`` (the resolve, whose record carries the
 note's real ``contentHash``) and ``GET /api/projects/bench/files/f1`` (the download)
-with HTTP/1.1 keep-alive, over plain HTTP or, with ``tls=True``, HTTPS with the test
+with HTTP/1.1 keep-alive (a resolve of ``notes/hang.md`` is never answered: it waits for the
+client to drop the connection, for cancel latency), over plain HTTP or, with ``tls=True``, HTTPS with the test
 certificate in ``tests/fixtures`` (clients trust it with ``REQUESTS_CA_BUNDLE=CERT`` or
 ``verify=CERT``). Connections are served by a pool of reused threads, as production
 servers do, not by a new thread per connection (``ThreadingHTTPServer``): that would
@@ -20,6 +21,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +29,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 #: The self-signed test certificate (SAN IP:127.0.0.1, DNS:localhost) and its key.
@@ -35,6 +38,8 @@ KEY = FIXTURES / "tls-key.pem"
 
 PROJECT = "bench"
 NOTE_PATH = "notes/bench.md"
+#: A note whose resolve is never answered: until the client drops the connection (a cancel), for cancel latency.
+HANG_PATH = "notes/hang.md"
 NOTE = ("# Bench note\n\n" + "A line of a typical team note, with some words in it.\n" * 40).encode()
 RECORD = {
     "id": "f1",
@@ -60,7 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if self.path.startswith(f"/api/projects/{PROJECT}/files?"):
+        if self.path.startswith(f"/api/projects/{PROJECT}/files?") and HANG_PATH in unquote(self.path):
+            self._hang()
+        elif self.path.startswith(f"/api/projects/{PROJECT}/files?"):
             self.server.count("resolves")
             self._answer(LISTING, "application/json")
         elif self.path == f"/api/projects/{PROJECT}/files/f1":
@@ -69,6 +76,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.server.count("other")
             self._answer(b'{"error":{"code":"not_found","message":"no"}}', "application/json", 404)
+
+    def _hang(self) -> None:
+        """Answer never; note when the request arrived and when the client dropped the connection."""
+        self.server.stamp("hang_started")
+        self.rfile.read(1)  # b"" once the client shuts the connection down (a cancel does)
+        self.server.stamp("hang_ended")
+        self.close_connection = True
 
     def _answer(self, body: bytes, content_type: str, status: int = 200) -> None:
         self.send_response(status)
@@ -84,12 +98,18 @@ class _PooledHTTPServer(HTTPServer):
         self.tls = tls
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="standin")
         self.counter: Counter[str] = Counter()
+        self.stamps: dict[str, list[float]] = {}
         self.open_connections: set[Any] = set()
         self._lock = threading.Lock()
 
     def count(self, what: str) -> None:
         with self._lock:
             self.counter[what] += 1
+
+    def stamp(self, what: str) -> None:
+        with self._lock:
+            self.counter[what] += 1
+            self.stamps.setdefault(what, []).append(time.perf_counter())
 
     def get_request(self) -> tuple[Any, Any]:
         accepted = super().get_request()
@@ -138,6 +158,11 @@ class StandIn:
         self._server = server
         self.port: int = server.server_address[1]
         self.url = f"{'https' if server.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def stamps(self, what: str) -> list[float]:
+        """When each ``hang_started`` or ``hang_ended`` happened (``time.perf_counter``)."""
+        with self._server._lock:
+            return list(self._server.stamps.get(what, []))
 
     def counts(self) -> Counter[str]:
         """A snapshot: accepts, tls_handshakes, tls_resumed, resolves, downloads, other, failed_connections."""

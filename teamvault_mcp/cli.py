@@ -48,12 +48,15 @@ PROG = "teamvault-mcp"
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """The program: the command line ``argv`` (default ``sys.argv[1:]``) in ``environ``; the exit code.
 
-    Except after SIGINT or SIGTERM in ``serve``: then it ends the process itself (see ``_ServerStopped``).
+    Except after SIGINT or SIGTERM in ``serve`` on the stock transport (or a second signal): then it ends the
+    process itself (see ``_ServerStopped``).
     """
     try:
         return _run(argv, environ)
     except _ServerStopped as stopped:
         stopped.report()
+        if stopped.ended:
+            return stopped.exit_code
         # The SDK's stdio transport reads stdin in a worker thread that no signal wakes; the interpreter
         # would wait for it at exit forever. Everything else has been cleaned up: end the process here.
         sys.stdout.flush()
@@ -328,7 +331,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if signals:  # a second Ctrl-C while the calls in flight are being cancelled: stop waiting for them
-            raise _ServerStopped(signals[0], stop.cancelled_calls, waited=False)
+            raise _ServerStopped(signals[0], stop.cancelled_calls, waited=False, ended=False)
         signals.append(signum)
         ended.set()
 
@@ -346,7 +349,11 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return 0
     stop.request()
     ended_in_time = stop.calls_ended.wait(CANCEL_GRACE + 1)
-    raise _ServerStopped(signals[0], stop.cancelled_calls, waited=ended_in_time)
+    # On the lean transport serve then returns; on the SDK's, a thread still reads stdin.
+    server.join(CANCEL_GRACE + 1 if ended_in_time and stop.returns else 0)
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    raise _ServerStopped(signals[0], stop.cancelled_calls, waited=ended_in_time, ended=not server.is_alive())
 
 
 def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -415,8 +422,10 @@ def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 class _ServerStopped(Exception):
     """SIGINT or SIGTERM ended ``serve``; raised through the clean-up of ``--local`` to :func:`main`."""
 
-    def __init__(self, signum: int, cancelled_calls: int, *, waited: bool) -> None:
+    def __init__(self, signum: int, cancelled_calls: int, *, waited: bool, ended: bool) -> None:
         super().__init__(signum)
+        #: Whether serving has ended (the lean transport): then the process exits as a program does.
+        self.ended = ended
         self.exit_code = 128 + signum
         self.signal_name = signal.Signals(signum).name
         self.cancelled_calls = cancelled_calls

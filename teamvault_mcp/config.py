@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 from teamvault_mcp.errors import ConfigError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: TEAM_VAULT_STDIO: the stdio transport; ``stock`` is the SDK's own, the escape hatch (README: Configuration).
+STDIO_TRANSPORTS = ("lean", "stock")
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
@@ -41,7 +43,7 @@ USAGE = (
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
     "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR, "
     "TEAM_VAULT_SINGLE_PROJECT, TEAM_VAULT_MAX_READ_CHARS, TEAM_VAULT_INSTRUCTIONS_NOTE, TEAM_VAULT_TOOLS, "
-    "TEAM_VAULT_PREFETCH)"
+    "TEAM_VAULT_PREFETCH, TEAM_VAULT_STDIO)"
 )
 
 
@@ -82,6 +84,8 @@ class Config:
     tools_dropped: frozenset[str] = frozenset()
     #: Whether the server syncs the default project's notes in the background after start-up (TEAM_VAULT_PREFETCH).
     prefetch: bool = True
+    #: The stdio transport: ``lean`` (ours) or ``stock`` (the SDK's ``stdio_server``).
+    stdio: str = "lean"
 
     @property
     def writes_fenced(self) -> bool:
@@ -151,6 +155,11 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     cache_max_mb = _number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
+    stdio = environ.get("TEAM_VAULT_STDIO", "").strip().lower() or "lean"
+    if stdio not in STDIO_TRANSPORTS:
+        problems.append(
+            f"TEAM_VAULT_STDIO={environ['TEAM_VAULT_STDIO']!r} is not one of {', '.join(STDIO_TRANSPORTS)}."
+        )
     if problems:
         # Belt and braces: a key pasted into the wrong variable must not be echoed either.
         raise ConfigError("\n".join(problems).replace(api_key, "***") if api_key else "\n".join(problems))
@@ -175,6 +184,7 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
         tools_named=tools_named,
         tools_dropped=tools_dropped,
         prefetch=prefetch,
+        stdio=stdio,
     )
 
 

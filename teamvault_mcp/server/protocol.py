@@ -2,12 +2,13 @@
 ``Server``, and serving it over stdio until the host closes stdin or :class:`ServeStop` is requested.
 
 A tool call is handed to :class:`~teamvault_mcp.server.runner.ToolRunner`, which runs it in a
-worker thread and turns every error into a tool result; the stdio transport and its guards are
-``stdio.py``.
+worker thread and turns every error into a tool result; the stdio transports are ``lean.py``
+(the default) and ``stdio.py`` (the SDK's, with the guards both use).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,8 @@ from mcp.server.lowlevel import NotificationOptions, Server
 
 from teamvault_mcp import __version__
 from teamvault_mcp.config import Config
-from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server import lean as lean_stdio
+from teamvault_mcp.server.runner import CANCEL_GRACE, ToolRunner
 from teamvault_mcp.server.stdio import serve_stdio
 from teamvault_mcp.tools.context import ToolSet
 from teamvault_mcp.tools.spec import Tool
@@ -114,6 +116,8 @@ STRUCTURE: tuple[Clause, ...] = (
         "move_note rewrites the links to a note it renames (dryRun=true first shows which); never fix them by hand.",
     ),
 )
+
+log = logging.getLogger(__name__)
 
 
 def instructions_for(config: Config, tools: ToolSet, team_note: TeamNote | None = None) -> str:
@@ -238,13 +242,23 @@ def build_server(runner: ToolRunner, *, runner_for: Callable[[Any], ToolRunner] 
         return result
 
     team_note = _team_note(runner) if runner_for is None else None
-    return Server(
+    server: Server[Any] = Server(
         "team-vault",
         version=__version__,
         instructions=instructions_for(runner.config, runner.tool_set(), team_note),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    if not tracing_configured():  # the SDK's one default middleware makes OpenTelemetry spans nobody records
+        server.middleware = []
+    return server
+
+
+def tracing_configured() -> bool:
+    """Whether this process has an OpenTelemetry tracer provider of its own (the SDK's spans then go somewhere)."""
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def _team_note(runner: ToolRunner) -> TeamNote | None:
@@ -263,13 +277,15 @@ class ServeStop:
 
     :meth:`request` cancels the server's scope, so every call in flight is cancelled as a
     host's cancel would cancel it (its request aborted, its audit line written); once they
-    have ended, :attr:`calls_ended` is set. ``serve`` itself does not return then: the SDK's
-    stdio transport reads stdin in a worker thread that no signal wakes, so the caller ends
-    the process (``os._exit``) after its own clean-up.
+    have ended, :attr:`calls_ended` is set. On the lean transport ``serve`` then returns;
+    on the stock one (:attr:`returns` false) it does not: the SDK's transport reads stdin
+    in a worker thread that no signal wakes, so the caller ends the process (``os._exit``).
     """
 
     def __init__(self) -> None:
         self.calls_ended = threading.Event()
+        #: Whether ``serve`` returns after a stop: set by ``serve`` once it knows its transport.
+        self.returns = False
         #: How many tool calls were in flight when the stop was requested.
         self.cancelled_calls = 0
         self._lock = threading.Lock()
@@ -302,20 +318,32 @@ class ServeStop:
 
 
 def serve(config: Config, stop: ServeStop | None = None) -> None:
-    """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested)."""
+    """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested).
+
+    The transport is TEAM_VAULT_STDIO's: the lean one by default, the SDK's with ``stock``.
+    """
     runner = ToolRunner(config)
     runner.start_schema_load()  # meanwhile the host's initialize is answered
     runner.start_warm_up()  # connections opened ahead, the default project synced: the first calls pay neither
     server = build_server(runner)
     options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
 
+    lean = config.stdio == "lean" and lean_stdio.AVAILABLE  # not on Windows: it polls pipes
+    if lean and lean_stdio.on_a_terminal():  # a person typing: the SDK's line-by-line, blocking writes, as ever
+        log.info("stdin or stdout is a terminal: serving over the SDK's stdio transport")
+        lean = False
+    if stop is not None:
+        stop.returns = lean
+
     async def main() -> None:
-        if stop is None:
-            await serve_stdio(server, options)
-        else:  # every handler task has ended when server.run returns: calls_ended then
-            await serve_stdio(
-                server, options, on_start=lambda scope: stop._attach(scope, runner), on_end=stop.calls_ended.set
-            )
+        hooks: dict[str, Any] = {}
+        if stop is not None:  # every handler task has ended when server.run returns: calls_ended then
+            hooks = {"on_start": lambda scope: stop._attach(scope, runner), "on_end": stop.calls_ended.set}
+        if lean:
+            # At the end of input the requests read are answered first: a call ends within its budget.
+            await lean_stdio.serve_lean(server, options, drain_limit=config.call_budget + CANCEL_GRACE, **hooks)
+        else:
+            await serve_stdio(server, options, **hooks)
 
     try:
         anyio.run(main)

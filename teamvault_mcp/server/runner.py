@@ -15,6 +15,7 @@ tool call leaves one audit-log line.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,7 @@ from teamvault_mcp.errors import (
     WriteScopeError,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
+from teamvault_mcp.server.threads import CallThreads
 from teamvault_mcp.text.noteindex import NoteIndex
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
@@ -64,7 +66,7 @@ SCHEMA_LOAD_GRACE = 2.0
 #: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
 CANCEL_GRACE = 10.0
 
-#: Tool calls running at once; their threads come from anyio's default pool (40), which also serves stdin/stdout.
+#: Tool calls running at once, each in a thread of ``threads.CallThreads`` (anyio's pool of 40 is left to the rest).
 MAX_CONCURRENT_CALLS = 8
 
 #: Deepest nesting of arrays and objects in a tool argument: no tool takes anything near it.
@@ -117,6 +119,7 @@ class ToolRunner:
         )
         self.audit = AuditLog(config.audit_log, user=audit_user) if config.audit_log is not None else None
         self._limiter: anyio.CapacityLimiter | None = None
+        self._threads = CallThreads()
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
         self._redactor = Redactor(config.api_key)
@@ -150,9 +153,10 @@ class ToolRunner:
             return self._pool
 
     def close(self) -> None:
-        """Stop the warm-up and close the idle pooled connections (the server is going away)."""
+        """Stop the warm-up, end the call threads and close the idle pooled connections (the server is going away)."""
         self._warm_token.cancel()
         self.foreground.wake()
+        self._threads.close()
         with self._active_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -407,7 +411,7 @@ class ToolRunner:
         return ended if ended is not None else output
 
     async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
-        """Run ``work`` in a thread; if this task is cancelled meanwhile, cancel ``token`` at once.
+        """Run ``work`` in a call thread; if this task is cancelled meanwhile, cancel ``token`` at once.
 
         The thread is not abandoned: the limiter slot and this task both last exactly as
         long as the work does, which after a cancel is a few milliseconds. (The await is
@@ -415,21 +419,16 @@ class ToolRunner:
         """
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
-        done = threading.Event()
-
-        def run() -> Any:
+        async with self._limiter:  # waiting here is cancellable: a queued call never starts
+            loop = asyncio.get_running_loop()
+            done: asyncio.Future[Any] = loop.create_future()
+            self._threads.run(work, loop, done)
             try:
-                return work()
-            finally:
-                done.set()
-
-        async with self._limiter:
-            try:
-                return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                return await asyncio.shield(done)  # a cancel stops the wait, not the work
             except anyio.get_cancelled_exc_class():
                 token.cancel()
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(done.wait, CANCEL_GRACE)
+                    await asyncio.wait({done}, timeout=CANCEL_GRACE)
                 raise
 
 

@@ -1,0 +1,115 @@
+"""The hot path's steps in process, without stdio: each trim of issue 19 against what it replaced, side by side.
+
+- the thread hand-off: ``anyio.to_thread.run_sync`` under a limiter (before) against the runner's
+  kept threads and queue (:class:`~teamvault_mcp.server.threads.CallThreads`), for a function that
+  returns at once;
+- a whole ``ToolRunner.call`` that its worker thread refuses (``read_note`` of ``../x.md``): the
+  product code around a request plus the hand-off;
+- the SDK's OpenTelemetry middleware, per message, with no tracer provider set (the server drops it then).
+
+Rounds alternate the two sides; medians of the per-round means are printed.
+
+    .venv/bin/python bench/hot_path_bench.py [--rounds 9] [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.lowlevel import Server
+
+from teamvault_mcp.config import load_config
+from teamvault_mcp.server.runner import MAX_CONCURRENT_CALLS, ToolRunner
+from teamvault_mcp.server.threads import CallThreads
+
+
+def nothing() -> int:
+    return 1
+
+
+async def anyio_hand_off(calls: int, limiter: anyio.CapacityLimiter) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        async with limiter:
+            await anyio.to_thread.run_sync(nothing, abandon_on_cancel=True)
+    return (time.perf_counter() - started) / calls
+
+
+async def queue_hand_off(calls: int, limiter: anyio.CapacityLimiter, threads: CallThreads) -> float:
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    for _ in range(calls):
+        async with limiter:
+            done: asyncio.Future[Any] = loop.create_future()
+            threads.run(nothing, loop, done)
+            await asyncio.shield(done)
+    return (time.perf_counter() - started) / calls
+
+
+async def refused_call(calls: int, runner: ToolRunner) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        result = await runner.call("read_note", {"path": "../x.md"})
+    assert result.is_error
+    return (time.perf_counter() - started) / calls
+
+
+async def middleware_cost(calls: int) -> float:
+    middleware = Server("bare").middleware[0]
+    ctx = SimpleNamespace(
+        params={"name": "read_note"}, method="tools/call", protocol_version="2025-11-25", request_id=5, meta=None
+    )
+
+    async def call_next(ctx: Any) -> dict[str, Any]:
+        return {}
+
+    started = time.perf_counter()
+    for _ in range(calls):
+        await middleware(ctx, call_next)
+    wrapped = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(calls):
+        await call_next(ctx)
+    return (wrapped - (time.perf_counter() - started)) / calls
+
+
+async def main(rounds: int, calls: int) -> None:
+    limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
+    threads = CallThreads()
+    environ = {
+        "TEAM_VAULT_URL": "http://127.0.0.1:9",
+        "TEAM_VAULT_API_KEY": "osync_bench",
+        "TEAM_VAULT_CACHE_DIR": "off",
+    }
+    runner = ToolRunner(load_config(environ))
+    figures: dict[str, list[float]] = {"anyio to_thread": [], "kept threads": [], "refused call": [], "otel": []}
+    try:
+        await anyio_hand_off(200, limiter)
+        await queue_hand_off(200, limiter, threads)
+        await refused_call(200, runner)
+        for _ in range(rounds):
+            figures["anyio to_thread"].append(await anyio_hand_off(calls, limiter))
+            figures["kept threads"].append(await queue_hand_off(calls, limiter, threads))
+            figures["refused call"].append(await refused_call(calls, runner))
+            figures["otel"].append(await middleware_cost(calls * 5))
+    finally:
+        threads.close()
+        runner.close()
+    print(f"median of {rounds} rounds of {calls} calls, µs per call")
+    for name, values in figures.items():
+        print(f"  {name:16} {statistics.median(values) * 1e6:8.1f}  (min {min(values) * 1e6:.1f})")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    anyio.run(main, args.rounds, args.calls)
