@@ -18,10 +18,14 @@ c. the warm-up: the first search sent 5 s after ``initialize`` against a warm on
    makes, and the first ``read_note`` sent right after ``initialize`` (its latency in round
    trips, and the TLS handshakes the vault's front saw during it);
 d. the threshold: one folder of k notes as one archive against k single downloads on 8
-   keep-alive connections (plain HTTP through the proxy), loopback and 40 ms.
+   keep-alive connections (plain HTTP through the proxy), loopback and 40 ms;
+e. the first ``read_note`` after spawn, of a note in the disk cache (one request), sent at once
+   after ``initialize`` and sent 1 s later, prefetch on and off (median of ``--spawns`` fresh
+   processes each): its latency in round trips, the TLS handshakes the front had completed when
+   ``initialize`` was answered and those during the read; with ``--before``, that package too.
 
     PYTHONPATH=. .venv/bin/python bench/sync_bench.py [--notes 5000] [--big 20000] [--before DIR]
-        [--parts a,b,c,d]
+        [--parts a,b,c,d,e] [--spawns 7]
 """
 
 from __future__ import annotations
@@ -267,6 +271,84 @@ def part_warm_up(data: Path, work: Path, rtt: float) -> None:
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def part_first_read(work: Path, rtt: float, spawns: int, package: str | None) -> None:
+    data = work / "vault-first-read"
+    rng = random.Random(3)
+    with mock.patch("os.fsync"), LocalVault(data) as vault:
+        owner = vault.store.owner_of(vault.project_id)
+        with vault.store.write() as db:
+            change = Change(db, vault.project_id, owner)
+            for number in range(50):
+                vault.store.create(
+                    change, f"folder-{number % 5}/note {number:02d}.md", note_text(rng, number).encode(), None
+                )
+    path = "folder-3/note 03.md"  # the one _first_read reads
+    print(
+        f"e. the first read_note after spawn (the note in the disk cache: one request), HTTPS at {rtt * 1000:.0f} ms "
+        f"RTT, median of {spawns} fresh processes"
+    )
+    print(
+        f"  {'server':<7} {'prefetch':<8} {'sent':<24} {'initialize':>10} {'1st TLS':>8} {'last TLS':>8} "
+        f"{'read_note':>10} {'in RTT':>6} {'TLS during':>10}"
+    )
+    with vault_process(data, archives=True) as announced, network(announced["TEAM_VAULT_URL"], rtt) as (url, front, _):
+        cache = work / "cache-first-read"
+        shutil.rmtree(cache, ignore_errors=True)
+        host = Host(mcp_env(url, announced, cache, TEAM_VAULT_PREFETCH="off"), work / "log-first-read", None)
+        try:
+            host.initialize()
+            host.call("read_note", {"path": path})  # into the disk cache
+        finally:
+            host.close()
+        servers = [("this", None)] + ([("before", package)] if package else [])
+        for server, source in servers:
+            for prefetch in ("on", "off"):
+                for delay in (0.0, 1.0):
+                    runs = [
+                        _first_read(url, announced, cache, work, front, source, prefetch, delay) for _ in range(spawns)
+                    ]
+                    initialized, first_tls, last_tls, seconds, during = (
+                        statistics.median(run[i] for run in runs) for i in range(5)
+                    )
+                    sent = "at once after initialize" if not delay else f"{delay:.0f} s after initialize"
+                    print(
+                        f"  {server:<7} {prefetch:<8} {sent:<24} {initialized * 1000:>7.0f} ms "
+                        f"{first_tls * 1000:>5.0f} ms {last_tls * 1000:>5.0f} ms "
+                        f"{seconds * 1000:>7.1f} ms {seconds / rtt:>6.2f} {during:>10.0f}"
+                    )
+        print(
+            "  (times from spawn: initialize answered, the front's first and last TLS handshake done before the "
+            "read; TLS during: handshakes while the read ran)"
+        )
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _first_read(
+    url: str,
+    announced: dict[str, str],
+    cache: Path,
+    work: Path,
+    front: TlsFront,
+    package: str | None,
+    prefetch: str,
+    delay: float,
+) -> tuple[float, float, float, float, int]:
+    """One fresh server: (initialize answered, first and last TLS handshake done before the read — both from
+    spawn, NaN if none —, the read's seconds, handshakes during the read)."""
+    base = len(front.handshake_times)
+    host = Host(mcp_env(url, announced, cache, TEAM_VAULT_PREFETCH=prefetch), work / "log-first-read", package)
+    try:
+        initialized = host.initialize()
+        time.sleep(delay)
+        done = front.handshake_times[base:]
+        seconds, _ = host.call("read_note", {"path": "folder-3/note 03.md"})
+        during = len(front.handshake_times) - base - len(done)
+    finally:
+        host.close()
+    first, last = (done[0] - host.started, done[-1] - host.started) if done else (float("nan"), float("nan"))
+    return initialized, first, last, seconds, during
+
+
 def part_threshold(work: Path, rtt: float) -> None:
     sizes = (1, 2, 4, 8, 16, 32, 64)
     data = work / "vault-threshold"
@@ -341,7 +423,8 @@ def main() -> None:
     parser.add_argument("--rtt", type=float, default=0.040)
     parser.add_argument("--big-rtt", type=float, default=0.080)
     parser.add_argument("--before", help="a directory holding the teamvault_mcp package before this change")
-    parser.add_argument("--parts", default="a,b,c,d")
+    parser.add_argument("--parts", default="a,b,c,d,e")
+    parser.add_argument("--spawns", type=int, default=7, help="fresh processes for each figure of part e")
     args = parser.parse_args()
     parts = args.parts.split(",")
     print(f"command: {' '.join(sys.argv)}   (cores: {os.cpu_count()}, load {os.getloadavg()[0]:.1f})")
@@ -366,6 +449,8 @@ def main() -> None:
             shutil.rmtree(data)
         if "d" in parts:
             part_threshold(work, args.rtt)
+        if "e" in parts:
+            part_first_read(work, args.rtt, args.spawns, args.before)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import socket
 import socketserver
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,11 +35,14 @@ class TlsFront(socketserver.ThreadingTCPServer):
         self.context.load_cert_chain(CERT, KEY)
         self.port: int = self.server_address[1]
         self.handshakes = 0
+        #: When each handshake completed (``time.perf_counter()``), in order.
+        self.handshake_times: list[float] = []
         self._lock = threading.Lock()
 
     def handshake_done(self) -> None:
         with self._lock:
             self.handshakes += 1
+            self.handshake_times.append(time.perf_counter())
 
 
 class _Connection(socketserver.BaseRequestHandler):

@@ -41,6 +41,7 @@ from typing import Any
 from teamvault_mcp import __version__
 from teamvault_mcp.config import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, LOG_LEVELS, load_config
 from teamvault_mcp.errors import ConfigError
+from teamvault_mcp.vault.ahead import ConnectionsAhead
 
 PROG = "teamvault-mcp"
 
@@ -306,12 +307,15 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     except ConfigError as error:
         return _config_failure(error)
     _configure_logging(config.log_level, config.api_key)
+    # The connections to the server open (TCP, TLS) while the SDK is imported, not after: a call sent the
+    # moment initialize is answered finds them ready.
+    ahead = ConnectionsAhead(config.base_url)
 
     from teamvault_mcp.server.protocol import ServeStop, serve
     from teamvault_mcp.server.runner import CANCEL_GRACE
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-        serve(config)
+        serve(config, ahead=ahead)
         return 0
     # The server runs in a thread of its own and this one waits for a signal: the SDK's stdio transport reads
     # stdin in a worker thread that a signal does not wake, so under asyncio's own handling the first Ctrl-C
@@ -323,7 +327,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     def run() -> None:
         try:
-            serve(config, stop)
+            serve(config, stop, ahead)
         except BaseException as error:  # handed to the main thread, which raises it as before
             failures.append(error)
         finally:

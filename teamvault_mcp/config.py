@@ -333,13 +333,15 @@ def _tools(
     Every name must be a tool this server can register: a misspelt name would silently take a tool away.
     ``upsert_*`` names every schema tool; ``upsert_<schema>`` one of them (checked when the schemas load).
     """
-    from teamvault_mcp.tools.table import SCHEMA_TOOLS, TOOLS
-
     name = "TEAM_VAULT_TOOLS"
     raw = environ.get(name, "")
     items = [item for item in raw.replace(",", " ").split() if item]
     if not items:
         return None, frozenset()
+    # Only now: the tool table takes a fifth of a second to import, and serve opens its connections ahead
+    # right after the configuration is read.
+    from teamvault_mcp.tools.table import SCHEMA_TOOLS, TOOLS
+
     writes = {tool.name for tool in TOOLS if tool.writes}
     needs_schemas = {tool.name for tool in TOOLS if tool.needs_schemas}
     known = [tool.name for tool in TOOLS]

@@ -491,21 +491,69 @@ async def test_the_index_keeps_only_folded_text_when_the_disk_cache_has_the_raw(
     assert all(uncached.index.get(digest(note(number))).kept_raw is not None for number in range(20))  # type: ignore[union-attr]
 
 
-async def test_hits_are_shown_even_when_another_process_evicted_the_note_from_the_cache(
-    two_folders: LocalVault, tmp_path: Path
-) -> None:
-    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
-    await call_once(runner, "search_notes", query="needle")
+def evict_everything(runner: ToolRunner, vault: LocalVault, tmp_path: Path) -> None:
+    """What another process's evictions do: the disk cache has none of the notes the search index still names."""
     for path in (tmp_path / "cache").rglob("*"):
         if path.is_file() and len(path.name) == 64:
             path.unlink()
     runner.index.shown_chars = 0  # nothing recently shown either
     runner.index._shown.clear()
-    root = runner.cache_for(two_folders.project_id)
+    root = runner.cache_for(vault.project_id)
     assert root is not None
     root.root._memory.clear()
+
+
+async def test_hits_are_shown_even_when_another_process_evicted_the_note_from_the_cache(
+    two_folders: LocalVault, tmp_path: Path
+) -> None:
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    await call_once(runner, "search_notes", query="needle")
+    evict_everything(runner, two_folders, tmp_path)
     text, _, result = await call_once(runner, "search_notes", query="needle", limit=3)
     assert len(result["hits"]) == 3 and "The needle is in note" in text
+
+
+async def test_replace_in_notes_reads_again_the_notes_another_process_evicted_from_the_cache(
+    two_folders: LocalVault, tmp_path: Path
+) -> None:
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    await call_once(runner, "search_notes", query="needle")  # the index names every note, the cache has the text
+    evict_everything(runner, two_folders, tmp_path)
+    _, _, result = await call_once(runner, "replace_in_notes", find="needle", replace="pin")
+    assert (len(result["notes"]), result["matches"], result["notesSearched"], result["partial"]) == (20, 20, 20, False)
+
+
+async def test_replace_in_notes_counts_an_evicted_note_it_cannot_read_again_as_not_searched_and_applies_nothing(
+    two_folders: LocalVault, tmp_path: Path
+) -> None:
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    await call_once(runner, "search_notes", query="needle")
+    evict_everything(runner, two_folders, tmp_path)
+    two_folders.faults.add("GET", "/api/projects/*/files/*", Fault.answer(404), times=1)  # one note gone meanwhile
+    text, _, result = await call_once(runner, "replace_in_notes", find="needle", replace="pin")
+    assert (len(result["notes"]), result["partial"], result["notesNotSearched"]) == (19, True, 1), text
+    assert "1 note could not be read (some notes could not be read again)" in text
+    evict_everything(runner, two_folders, tmp_path)
+    two_folders.faults.add("GET", "/api/projects/*/files/*", Fault.answer(404), times=1)  # and again for the apply
+    text, _, result = await call_once(
+        runner, "replace_in_notes", find="needle", replace="pin", dryRun=False, expectedCount=19
+    )
+    assert result is None and "Nothing was written" in text, text  # never a rename of only some notes
+    assert not [e for e in two_folders.faults.seen if e[0] == "PUT"]
+
+
+async def test_the_link_index_reads_again_the_notes_another_process_evicted_from_the_cache(
+    two_folders: LocalVault, tmp_path: Path
+) -> None:
+    seed(two_folders, "c/tagged.md", b"# Tagged\n\nThe needle, #urgent.\n")
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    await call_once(runner, "search_notes", query="needle")  # in the search index; the link index has read none
+    evict_everything(runner, two_folders, tmp_path)
+    two_folders.faults.add("GET", "/api/projects/*/files/*", Fault.answer(404), times=1)  # one of them gone meanwhile
+    text, _, result = await call_once(runner, "list_tags")
+    assert result["partial"] is True and "some notes could not be read again" in text, text
+    text, _, result = await call_once(runner, "list_tags")  # the next call reads it again, the rest from memory
+    assert result["partial"] is False and "urgent" in text, text
 
 
 def test_hashes_compare_as_the_listing_gives_them() -> None:

@@ -28,6 +28,7 @@ from teamvault_mcp.tools.context import ToolSet
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import TOOLS
 from teamvault_mcp.tools.team_note import TEAM_NOTE_LIMIT, TeamNote, load_team_note
+from teamvault_mcp.vault.ahead import ConnectionsAhead
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget
 
@@ -317,12 +318,13 @@ class ServeStop:
             cancel_in_loop()
 
 
-def serve(config: Config, stop: ServeStop | None = None) -> None:
+def serve(config: Config, stop: ServeStop | None = None, ahead: ConnectionsAhead | None = None) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin (or ``stop`` is requested).
 
-    The transport is TEAM_VAULT_STDIO's: the lean one by default, the SDK's with ``stock``.
+    The transport is TEAM_VAULT_STDIO's: the lean one by default, the SDK's with ``stock``. ``ahead``: the
+    connections ``cli.py`` began opening before this module was imported.
     """
-    runner = ToolRunner(config)
+    runner = ToolRunner(config, ahead=ahead)
     runner.start_schema_load()  # meanwhile the host's initialize is answered
     runner.start_warm_up()  # connections opened ahead, the default project synced: the first calls pay neither
     server = build_server(runner)

@@ -44,10 +44,11 @@ from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolOutput, ToolSet
-from teamvault_mcp.tools.gathering import WARM_UP_WORKERS, warm_up
+from teamvault_mcp.tools.gathering import warm_up
 from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import tools_for
+from teamvault_mcp.vault.ahead import CONNECTIONS_AHEAD, ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
@@ -76,7 +77,8 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_RESULT_DEPTH = 100
 
 #: Connections the warm-up opens ahead: one more than it uses, so a call always finds one idle.
-WARM_UP_CONNECTIONS = WARM_UP_WORKERS + 1
+#: (``vault/ahead.py`` holds the number: serve opens them before it imports the tools.)
+WARM_UP_CONNECTIONS = CONNECTIONS_AHEAD
 #: The warm-up's own budget: no host waits for it, but it must end.
 WARM_UP_SECONDS = 600.0
 
@@ -92,15 +94,18 @@ class ToolRunner:
         policy: RetryPolicy | None = None,
         caches: ProjectCaches | None = None,
         audit_user: str | None = None,
+        ahead: ConnectionsAhead | None = None,
     ) -> None:
         """``caches``: a content cache shared with other runners (``serve --http --key-from-client``: it is
-        addressed by content hash); ``audit_user``: the caller's user id for each audit line."""
+        addressed by content hash); ``audit_user``: the caller's user id for each audit line; ``ahead``: the
+        pool ``serve`` began connecting in start-up's first moments, for this runner's calls and warm-up."""
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
         self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
         self._tools: tuple[int, dict[str, Tool]] = (-1, {})
-        self._pool: HttpPool | None = None  # made by the first call (it loads `requests`)
+        self._pool: HttpPool | None = None  # made by the first call (it loads `requests`), or taken from `ahead`
+        self._ahead = ahead
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self.note_index = NoteIndex()  # links, tags, tasks, front matter by content hash; the link graphs
         self.key_user = KeyUser()
@@ -147,9 +152,11 @@ class ToolRunner:
         """The keep-alive connections to the server, shared by all calls of this runner."""
         from teamvault_mcp.vault.transport import HttpPool
 
+        early = self._ahead.pool() if self._ahead is not None else None  # waits while it is being made
         with self._active_lock:
             if self._pool is None:
-                self._pool = HttpPool(self.config.base_url)
+                self._pool = early if early is not None else HttpPool(self.config.base_url)
+                self._ahead = None  # taken: after close(), a late call makes a pool of its own
             return self._pool
 
     def close(self) -> None:
@@ -159,6 +166,9 @@ class ToolRunner:
         self._threads.close()
         with self._active_lock:
             pool, self._pool = self._pool, None
+            ahead, self._ahead = self._ahead, None
+        if pool is None and ahead is not None and ahead.made.is_set():  # made ahead, never used
+            pool = ahead.pool()
         if pool is not None:
             pool.close()
 
@@ -177,7 +187,12 @@ class ToolRunner:
         budget = Budget(WARM_UP_SECONDS, self.clock)
         client: TeamVaultClient | None = None
         try:
-            report.connections = self.http_pool().connect_ahead(WARM_UP_CONNECTIONS)
+            ahead = self._ahead
+            if ahead is not None:  # serve began connecting before it imported the SDK
+                ahead.done.wait()
+                report.connections = ahead.connections
+            else:
+                report.connections = self.http_pool().connect_ahead(WARM_UP_CONNECTIONS)
             report.connected.set()
             if not self.config.prefetch or not self.config.project_id or self._warm_token.cancelled:
                 return

@@ -216,6 +216,12 @@ class Texts:
         raw = data.decode("utf-8", errors="replace")
         return self._index.text(entry, raw) if shown else NoteText(raw, entry.folded)
 
+    def raw(self, file: VaultFile, entry: Indexed) -> str | None:
+        """A gathered note's raw text, to match in or parse (``entry.raw`` raises :class:`TextGone` once
+        another process has evicted it): kept, from the cache, else downloaded again; None if it cannot be had."""
+        text = self.of(file, entry, shown=False)
+        return text.raw if text is not None else None
+
     def of_candidate(self, candidate: Candidate) -> NoteText | None:
         file = self._files.get(candidate.entry.key)
         return self.of(file, candidate.entry) if file is not None else None

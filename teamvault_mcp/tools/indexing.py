@@ -25,7 +25,7 @@ from teamvault_mcp.errors import CallCancelledError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION
 from teamvault_mcp.text.noteindex import LinkGraph, NoteFacts, NoteIndex
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.gathering import PROGRESS_EVERY, gather, gc_paused
+from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Texts, gather, gc_paused
 from teamvault_mcp.tools.spec import Handler
 
 if TYPE_CHECKING:
@@ -123,6 +123,7 @@ def _read_and_parse(
     index: NoteIndex,
 ) -> None:
     gathered = gather(ctx, project_id, unread)
+    texts = Texts(ctx, project_id, gathered)
     indexed.why_partial = gathered.why_partial
     last_report = 0.0
     with gc_paused():  # a note's parse makes thousands of small objects
@@ -132,8 +133,12 @@ def _read_and_parse(
             if ctx.budget is not None and ctx.budget.remaining() < ANSWER_SECONDS:
                 indexed.why_partial = indexed.why_partial or "the call's time budget ran out"
                 return
-            content_hash = file.content_hash or hashlib.sha256(entry.raw.encode()).hexdigest()
-            indexed.facts[file.path] = index.facts.facts(content_hash, entry.raw, parts)
+            raw = texts.raw(file, entry)
+            if raw is None:  # evicted from the cache by another process meanwhile, and changed or gone at the vault
+                indexed.why_partial = indexed.why_partial or "some notes could not be read again"
+                continue
+            content_hash = file.content_hash or hashlib.sha256(raw.encode()).hexdigest()
+            indexed.facts[file.path] = index.facts.facts(content_hash, raw, parts)
             indexed.hashes[file.path] = content_hash
             if ctx.progress is not None and time.monotonic() - last_report >= PROGRESS_EVERY:
                 last_report = time.monotonic()
@@ -142,7 +147,10 @@ def _read_and_parse(
 
 def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[str, str]:
     """The texts of a few notes, by path, to show lines of (from memory or the disk cache once read)."""
-    return {file.path: entry.raw for file, entry in gather(ctx, project_id, files).ready}
+    gathered = gather(ctx, project_id, files)
+    texts = Texts(ctx, project_id, gathered)
+    raws = {file.path: texts.raw(file, entry) for file, entry in gathered.ready}
+    return {path: raw for path, raw in raws.items() if raw is not None}
 
 
 def link_graph(ctx: ToolContext, project_id: str, indexed: IndexedNotes, *, keep: bool = True) -> LinkGraph:

@@ -32,7 +32,7 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.search import TimeUp
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
-from teamvault_mcp.tools.gathering import RESERVE_SECONDS, gather
+from teamvault_mcp.tools.gathering import RESERVE_SECONDS, Texts, gather
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import rewrite
 from teamvault_mcp.tools.spec import STRING, Tool, object_schema
@@ -117,13 +117,19 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
     gathered = gather(ctx, project_id, files)
     survey = _Survey(not_searched=gathered.not_searched, why_partial=gathered.why_partial)
     deadline = None if ctx.budget is None else time.monotonic() + ctx.budget.remaining() - ANSWER_SECONDS
-    for file, entry in sorted(gathered.ready, key=lambda pair: pair[0].path):
+    texts = Texts(ctx, project_id, gathered)
+    for done, (file, entry) in enumerate(sorted(gathered.ready, key=lambda pair: pair[0].path)):
         if ctx.token is not None and ctx.token.cancelled:
             raise CallCancelledError()
+        raw = texts.raw(file, entry)
+        if raw is None:  # evicted from the cache by another process meanwhile, and changed or gone at the vault
+            survey.not_searched += 1
+            survey.why_partial = survey.why_partial or "some notes could not be read again"
+            continue
         try:
-            count = replacer.count(entry.raw, deadline)
+            count = replacer.count(raw, deadline)
         except TimeUp:
-            survey.not_searched += len(gathered.ready) - survey.searched
+            survey.not_searched += len(gathered.ready) - done
             survey.why_partial = survey.why_partial or "the call's time budget ran out while matching"
             break
         except EditFailedError as error:  # a regex too slow on one of its lines
@@ -134,12 +140,12 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
         if not count:
             continue
         read = file.content_hash
-        if read is None or "\ufffd" in entry.raw:  # no hash listed, or bytes that may have decoded with losses
-            read = sha256_hex(entry.raw.encode("utf-8"))
+        if read is None or "\ufffd" in raw:  # no hash listed, or bytes that may have decoded with losses
+            read = sha256_hex(raw.encode("utf-8"))
         if file.content_hash is not None and read != file.content_hash:  # bytes that are not UTF-8 text
             survey.left_alone.append((file.path, "not valid UTF-8 text, so replacing in it could damage it"))
             continue
-        match = _Match(file, entry.raw, read, count)
+        match = _Match(file, raw, read, count)
         writable = ctx.write_prefixes is None or file.path.startswith(ctx.write_prefixes)
         (survey.found if writable else survey.outside).append(match)
     return survey

@@ -173,12 +173,14 @@ class HttpPool:
     :meth:`connect_ahead` opens some before any call needs them (the server's warm-up).
     """
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, connecting_ahead: bool = False) -> None:
+        """``connecting_ahead``: :meth:`connect_ahead` is called next; requests wait for it from now on."""
         self.base_url = base_url
         self.proxies, self.verify = environment_settings(base_url)
         self.adapter = _CancellableAdapter(pool_connections=2, pool_maxsize=POOL_SIZE)
         self._connecting = threading.Event()
-        self._connecting.set()  # set: no connect_ahead under way
+        if not connecting_ahead:
+            self._connecting.set()  # set: no connect_ahead under way
         _open_pools.add(self)
 
     def connect_ahead(self, count: int) -> int:
@@ -188,7 +190,6 @@ class HttpPool:
         paying a handshake of its own, which could only end later. Each connect is bounded by
         :data:`CONNECT_TIMEOUT`; a failure is logged, not raised: the calls will meet it themselves.
         """
-        prepared = _prepared("GET", self.base_url + "/", dict(DEFAULT_HEADERS), None, None, None)
         opened: list[Any] = []
 
         def open_one() -> None:
@@ -210,6 +211,7 @@ class HttpPool:
 
         self._connecting.clear()
         try:
+            prepared = _prepared("GET", self.base_url + "/", dict(DEFAULT_HEADERS), None, None, None)
             threads = [threading.Thread(target=open_one, name="teamvault-connect", daemon=True) for _ in range(count)]
             for thread in threads:
                 thread.start()
