@@ -371,9 +371,9 @@ TOOLS: tuple[Tool, ...] = (
         name="query_notes",
         title="Query notes by properties",
         description=(
-            'Notes by front matter: where={"status":"active","due":{"lt":"2025-01-01"}}, all must hold; ops eq ne '
-            "in contains gt gte lt lte exists; also path, tags, updatedAt. fields: which to show; sort: -due descends; "
-            f"limit: default {DEFAULT_LIMIT}."
+            'By front matter: where={"status":"open","due":{"lt":"2025-01-01"}}, all must hold; ops eq ne '
+            "in contains gt gte lt lte exists; path, tags, updatedAt too. fields: shown; sort: -due descends; "
+            f"prefix: folder; limit: default {DEFAULT_LIMIT}."
         ),
         params=(  # described above: the tool list carries each byte on every turn
             Param("where", "", kind="fields"),
