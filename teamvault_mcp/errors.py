@@ -586,12 +586,12 @@ class ConflictError(TeamVaultError):
 
     def __init__(self, path: str, expected: str, current: str | None, diff: str | None) -> None:
         if current is None:
-            text = f"Conflict: {printable(path)} no longer exists (you expected contentHash {expected}). "
+            text = f"Conflict: {printable(path)} no longer exists (you expected contentHash {short_hash(expected)}). "
             text += "Nothing was written."
         else:
             text = (
-                f"Conflict: {printable(path)} has changed since you read it: you expected contentHash {expected}, "
-                f"it is now {current}. Nothing was written."
+                f"Conflict: {printable(path)} has changed since you read it: you expected contentHash "
+                f"{short_hash(expected)}, it is now {short_hash(current)}. Nothing was written."
             )
             if diff:
                 text += f" What changed since the version you saw:\n{diff}\n"
@@ -631,6 +631,15 @@ class CallCancelledError(TeamVaultError):
 
     def __init__(self) -> None:
         super().__init__("The call was cancelled.")
+
+
+#: Hex digits of a contentHash that texts show; every expectedHash accepts them (or all 64, or any 8 or more).
+SHOWN_HASH_DIGITS = 12
+
+
+def short_hash(content_hash: str | None) -> str:
+    """The start of a contentHash as texts show it; structured content keeps all 64 digits."""
+    return (content_hash or "")[:SHOWN_HASH_DIGITS]
 
 
 def printable(text: str) -> str:

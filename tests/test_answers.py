@@ -68,22 +68,23 @@ async def session(tmp_path: Path) -> AsyncIterator[Session]:
 
 async def test_read_note_gives_the_text_unchanged_then_a_content_hash_block(session: Session) -> None:
     result = await session.client.call_tool("read_note", {"path": "ops/runbook.md"})
-    assert [block.text for block in result.content] == [RUNBOOK, f"[contentHash: {digest(RUNBOOK)}]"]
+    assert [block.text for block in result.content] == [RUNBOOK, f"[contentHash: {digest(RUNBOOK)[:12]}]"]
 
 
 async def test_every_write_says_the_new_content_hash_in_its_text(session: Session) -> None:
+    """As texts show it: its first 12 digits, which every expectedHash takes."""
     text = await session.text_ok("write_note", path="notes/new.md", content="one\n")
-    assert digest("one\n") in text
+    assert digest("one\n")[:12] in text
     text = await session.text_ok(
         "edit_note", path="notes/new.md", edits=[{"oldText": "one", "newText": "two"}], expectedHash=digest("one\n")
     )
-    assert digest("two\n") in text
+    assert digest("two\n")[:12] in text
     text = await session.text_ok("update_frontmatter", path="notes/new.md", set={"status": "done"})
-    assert digest(session.text("notes/new.md")) in text
+    assert digest(session.text("notes/new.md"))[:12] in text
     text = await session.text_ok("move_note", path="notes/new.md", newPath="notes/renamed.md")
-    assert digest(session.text("notes/renamed.md")) in text
+    assert digest(session.text("notes/renamed.md"))[:12] in text
     text = await session.text_ok("restore_note_version", path="notes/renamed.md", version=1)
-    assert session.text("notes/renamed.md") == "one\n" and digest("one\n") in text
+    assert session.text("notes/renamed.md") == "one\n" and digest("one\n")[:12] in text
 
 
 async def test_a_search_hit_names_its_section_as_read_note_takes_it(session: Session) -> None:
@@ -110,7 +111,7 @@ async def test_a_title_holding_the_breadcrumb_separator_is_named_as_a_list_and_f
 
 
 async def test_dry_runs_show_the_previous_hash_and_the_exact_call_that_applies_them(session: Session) -> None:
-    before = digest(session.text("people/ada.md"))
+    before = digest(session.text("people/ada.md"))[:12]
     text = await session.text_ok(
         "edit_note", path="people/ada.md", edits=[{"oldText": "On call.", "newText": "Off call."}], dryRun=True
     )
@@ -120,7 +121,7 @@ async def test_dry_runs_show_the_previous_hash_and_the_exact_call_that_applies_t
     assert f'expectedHash="{before}"' in call.group(1) and '"newText": "Off call."' in call.group(1)
     assert "dryRun" not in call.group(1)
 
-    before = digest(RUNBOOK)
+    before = digest(RUNBOOK)[:12]
     text = await session.text_ok("update_frontmatter", path="ops/runbook.md", set={"status": "done"}, dryRun=True)
     assert f"previousHash {before}" in text
     assert (
@@ -133,11 +134,34 @@ async def test_dry_runs_show_the_previous_hash_and_the_exact_call_that_applies_t
 # -- nothing twice, nothing bloated ------------------------------------------------------------------------------
 
 
+async def test_a_search_does_not_repeat_the_query_and_names_the_cap_only_when_a_note_may_hold_more(
+    session: Session,
+) -> None:
+    text = await session.text_ok("search_notes", query="failover drill every quarter", mode="phrase")
+    assert text.splitlines()[0] == "1 hit in 1 note:"
+    session.seed("many.md", "".join(f"ledger line {n}\n\n" for n in range(5)))
+    text = await session.text_ok("search_notes", query="ledger line", mode="phrase")
+    assert text.splitlines()[0] == "3 hits in 1 note (at most 3 per note):"
+
+
+async def test_an_edit_text_shows_the_hunks_under_its_headline_and_the_structured_diff_stays_whole(
+    session: Session,
+) -> None:
+    edit = {"oldText": "On call.", "newText": "Off call."}
+    preview, _, structured = await session.call("edit_note", path="people/ada.md", edits=[edit], dryRun=True)
+    applied, _, result = await session.call("edit_note", path="people/ada.md", edits=[edit])
+    for text, whole in ((preview, structured["diff"]), (applied, result["diff"])):
+        headline, hunks = text.split("\n", 1)
+        assert "people/ada.md" in headline and hunks.startswith("@@ -1,3 +1,3 @@\n")
+        assert "--- a/" not in text and "+++ b/" not in text
+        assert whole == f"--- a/people/ada.md\n+++ b/people/ada.md\n{hunks}"
+
+
 async def test_read_notes_sends_each_text_once(session: Session) -> None:
     result = await session.client.call_tool("read_notes", {"paths": ["ops/runbook.md", "people/ada.md"]})
     text = result.content[0].text
     assert text.count("Switch the ledger database") == 1
-    assert f"ops/runbook.md · contentHash {digest(RUNBOOK)}" in text
+    assert f"=== ops/runbook.md · {digest(RUNBOOK)[:12]} ===" in text
     assert "Switch the ledger database" not in json.dumps(result.structured_content)  # paths and hashes only
 
 

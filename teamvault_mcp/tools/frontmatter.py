@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.errors import ToolInputError, short_hash
 from teamvault_mcp.text import frontmatter
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
@@ -35,7 +35,7 @@ def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             "The note starts with a --- line that no later --- line closes: to Obsidian that is not front matter."
         )
         said += f" {result['note']}"
-    return ToolOutput(said, result, more_text=(f"[contentHash: {note.content_hash}]",))
+    return ToolOutput(said, result, more_text=(f"[contentHash: {short_hash(note.content_hash)}]",))
 
 
 def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -48,8 +48,9 @@ def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if both:
         raise ToolInputError(f"A field cannot be both set and removed: {', '.join(both)}.")
     note = ctx.note(project_id, args["path"])
-    expected = args.get("expectedHash")
-    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
+    expected = expect(
+        ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text)
+    )
     original = note.editable_text("its front matter")
     check = ctx.yaml_check(note.path)
     current, _ = frontmatter.read(original, note.path, check=check)

@@ -371,15 +371,16 @@ TOOLS: tuple[Tool, ...] = (
         name="query_notes",
         title="Query notes by properties",
         description=(
-            'Notes by front matter: where={"status":"active","due":{"lt":"2025-01-01"}}, ops eq ne in contains gt '
-            "gte lt lte exists (dates as dates); also path, tags, updatedAt."
+            'By front matter: where={"status":"open","due":{"lt":"2025-01-01"}}, all must hold; ops eq ne '
+            "in contains gt gte lt lte exists; path, tags, updatedAt too. fields: shown; sort: -due descends; "
+            f"prefix: folder; limit: default {DEFAULT_LIMIT}."
         ),
-        params=(
-            Param("where", "All must hold.", kind="fields"),
-            Param("fields", "Fields to show.", kind="keys", required=False),
-            _PREFIX,
-            Param("sort", "Field(s); -due descends.", kind="order", required=False),
-            _LIMIT,
+        params=(  # described above: the tool list carries each byte on every turn
+            Param("where", "", kind="fields"),
+            Param("fields", "", kind="keys", required=False),
+            Param("prefix", "", kind="prefix", required=False),
+            Param("sort", "", kind="order", required=False),
+            Param("limit", "", kind="count", required=False, maximum=MAX_LIMIT),
         ),
         handler=collector_paused(query_notes),
     ),

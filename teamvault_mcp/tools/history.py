@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.errors import NotTextError, TeamVaultError, printable
+from teamvault_mcp.errors import NotTextError, TeamVaultError, printable, short_hash
 from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
@@ -55,7 +55,7 @@ def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     path, file = ctx.existing(project_id, args["path"])
     version = _version(_versions(ctx, project_id, file.id), args["version"], path)
     text = _version_text(ctx, project_id, file, version, path)
-    about = f"[{path} version {version.get('versionNumber')}, contentHash {version.get('contentHash')}]"
+    about = f"[{path} version {version.get('versionNumber')}, contentHash {short_hash(version.get('contentHash'))}]"
     return ToolOutput(text, {"path": path, "version": _summary(version)}, more_text=(about,))
 
 
@@ -83,7 +83,9 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     note = ctx.note(project_id, args["path"])
-    expect(ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text))
+    expected = expect(
+        ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text)
+    )
     version = _version(_versions(ctx, project_id, note.file.id), args["version"], note.path)
     data = ctx.client.download_version(project_id, note.file.id, str(version["id"]))
     restored_hash = sha256_hex(data)
@@ -103,17 +105,16 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         result["action"] = "unchanged"
         return ToolOutput(
             f"{note.path} already has the content of version {version.get('versionNumber')} (contentHash "
-            f"{note.content_hash}): nothing was written.",
+            f"{short_hash(note.content_hash)}): nothing was written.",
             result,
         )
-    expected = args.get("expectedHash")
     mode: Mode = "strict" if expected is not None else "replace"
     written = write_content(ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, expected=expected)
     result["action"] = "restored"
     add_story(ctx, result, written)
     headline = (
         f"Restored {note.path} to the content of version {version.get('versionNumber')} as a new version "
-        f"(contentHash {restored_hash}); the content it replaces stays in the history."
+        f"(contentHash {short_hash(restored_hash)}); the content it replaces stays in the history."
     )
     story = "".join(f" {sentence}" for sentence in written.notes())
     return ToolOutput(f"{headline}{story}\n{diff}", result)

@@ -3,7 +3,7 @@ command line's ``key=value`` reads as one (``teamvault-mcp call``) and the examp
 
 A :class:`Param` names its kind; nothing else codes the vocabulary. Every agent turn carries the schemas, so a
 schema says what a model needs to write a valid call — the types, the choices, the upper limits — and leaves the
-rest to the check, whose error says it (a string must not be empty, a count is at least 1, a hash has 64 hex
+rest to the check, whose error says it (a string must not be empty, a count is at least 1, a hash has 8 to 64 hex
 digits, content is at most 5 MiB). The fields of a schema note have types of
 their own (``text/schemas.py`` checks them); :data:`FIELD_READERS` says how a command line reads them.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.errors import SHOWN_HASH_DIGITS, ToolInputError
 
 #: Largest note `write_note` accepts, in bytes of UTF-8. Notes are text; a bigger payload is a mistake.
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
@@ -61,8 +61,15 @@ class Param:
     maximum: int | None = None
     choices: tuple[str, ...] = ()
 
+    @property
+    def help(self) -> str:
+        """What an error about this argument adds: its description, or where it is said."""
+        return self.description or "The tool's description says what it takes."
+
     def schema(self) -> dict[str, Any]:
-        return {"description": self.description, **KINDS[self.kind].schema(self)}
+        """Its JSON schema; no description when it has none (its tool's description says it)."""
+        described = {"description": self.description} if self.description else {}
+        return {**described, **KINDS[self.kind].schema(self)}
 
     def check(self, value: Any) -> Any:
         """The value if it is acceptable; a :class:`ToolInputError` saying what is wrong otherwise."""
@@ -93,9 +100,9 @@ CONTENT = Strings(max_chars=None, content=True)
 def check_string(param: Param, value: Any, what: str, rule: Strings) -> str:
     """``value`` if it is a string that keeps ``rule``; a :class:`ToolInputError` naming ``what`` otherwise."""
     if not isinstance(value, str):
-        raise ToolInputError(f"{what} must be a string, got {json_type(value)}. {param.description}")
+        raise ToolInputError(f"{what} must be a string, got {json_type(value)}. {param.help}")
     if rule.nonempty and not value.strip():
-        raise ToolInputError(f"{what} must not be empty. {param.description}")
+        raise ToolInputError(f"{what} must not be empty. {param.help}")
     if rule.max_chars is not None and len(value) > rule.max_chars:
         raise ToolInputError(f"{what} is {len(value)} characters long; the limit is {rule.max_chars}.")
     try:
@@ -114,13 +121,20 @@ def _argument(param: Param) -> str:
     return f"Argument '{param.name}'"
 
 
+#: The fewest leading hex digits of a contentHash an argument may give (texts show SHOWN_HASH_DIGITS).
+MIN_HASH_DIGITS = 8
+
+
 def _check_hash(param: Param, value: Any) -> str:
+    """A contentHash: all 64 hex digits, or its first 8 or more (what texts show); lower case from here on."""
     text = check_string(param, value, _argument(param), NONEMPTY)
-    if not (len(text) == 64 and all(ch in "0123456789abcdefABCDEF" for ch in text)):
+    if not (MIN_HASH_DIGITS <= len(text) <= 64 and all(ch in "0123456789abcdefABCDEF" for ch in text)):
+        got = f"{text[:70]!r}" + ("…" if len(text) > 70 else "")
         raise ToolInputError(
-            f"{_argument(param)} must be a contentHash: 64 hexadecimal digits, as a read result gives it."
+            f"{_argument(param)} must be a contentHash as a read gives it: its first {SHOWN_HASH_DIGITS} hexadecimal "
+            f"digits as texts show them (any {MIN_HASH_DIGITS} to 64 will do), not {got} ({len(text)} characters)."
         )
-    return text
+    return text.lower()
 
 
 def _check_choice(param: Param, value: Any) -> str:
@@ -161,7 +175,7 @@ def _check_version(param: Param, value: Any) -> int | str:
         return value
     if isinstance(value, str) and value:
         return value
-    raise ToolInputError(f"{_argument(param)} must be a version number (1, 2, …) or a version id. {param.description}")
+    raise ToolInputError(f"{_argument(param)} must be a version number (1, 2, …) or a version id. {param.help}")
 
 
 def _check_section(param: Param, value: Any) -> list[str] | str:
@@ -233,8 +247,7 @@ def _check_edits(param: Param, value: Any) -> list[dict[str, Any]]:
 def _check_fields(param: Param, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ToolInputError(
-            f"Argument '{param.name}' must be an object of names and values, got {json_type(value)}. "
-            f"{param.description}"
+            f"Argument '{param.name}' must be an object of names and values, got {json_type(value)}. {param.help}"
         )
     if len(value) > MAX_KEYS:
         raise ToolInputError(f"Argument '{param.name}' has {len(value)} names; the limit is {MAX_KEYS}.")
@@ -328,7 +341,7 @@ def _list_kind(
     def check(param: Param, value: Any) -> list[str]:
         if not isinstance(value, list):
             raise ToolInputError(
-                f"Argument '{param.name}' must be an array of strings, got {json_type(value)}. {param.description}"
+                f"Argument '{param.name}' must be an array of strings, got {json_type(value)}. {param.help}"
             )
         if at_most is not None and not 1 <= len(value) <= at_most:
             raise ToolInputError(f"Argument '{param.name}' must hold 1 to {at_most} {counted}, not {len(value)}.")
@@ -352,7 +365,7 @@ def _check_toc(param: Param, value: Any) -> list[str] | str:
     if not isinstance(value, list):
         raise ToolInputError(
             f"Argument '{param.name}' must be a list of heading names or one string, got {json_type(value)}. "
-            f"{param.description}"
+            f"{param.help}"
         )
     checked: list[str] = _HEADINGS.check(param, value)
     return checked
@@ -366,7 +379,8 @@ def read_toc(name: str, text: str) -> Any:
 
 
 #: Every kind of argument a tool can take: strings (``path`` and ``id`` non-empty, ``content`` up to 5 MiB,
-#: ``hash`` 64 hex digits, ``choice`` one of ``choices``, ``when`` a moment or a span back from now), ``toc``
+#: ``hash`` 8 to 64 hex digits (a contentHash or its start), ``choice`` one of ``choices``, ``when`` a moment or a
+#: span back from now), ``toc``
 #: (heading names, or one string joining them with " > "; ``section`` the same, for edit_section's own wording),
 #: arrays (``paths`` 1–20 paths, ``edits`` 1–100 ``{oldText, newText, replaceAll?}``, ``keys`` 1–100 names),
 #: ``order`` (a name, or 1–100 of them: what to sort by), ``count`` (an integer from ``minimum`` to ``maximum``),

@@ -38,8 +38,9 @@ from teamvault_mcp.errors import (
     NoteNotFoundError,
     PreconditionFailedError,
     TeamVaultError,
+    short_hash,
 )
-from teamvault_mcp.text.diff import shortened, unified_diff
+from teamvault_mcp.text.diff import hunks_only, shortened, unified_diff
 from teamvault_mcp.text.merge import merge3, only_adds, swap_additions
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.spec import STRING, object_schema
@@ -181,8 +182,8 @@ def write_content(
             where = _put_back(ctx, project_id, path, file, slip, adds)
             raise ChangedMeanwhileError(
                 f"Conflict: {path} was changed by {describe(theirs)} after you read it (you expected contentHash "
-                f"{expected}), and this call's write replaced their version. {where}; your text stays in the "
-                f"history as {describe(check.ours)}. Nothing of theirs is lost. Read the note again, then redo "
+                f"{short_hash(expected)}), and this call's write replaced their version. {where}; your text stays in "
+                f"the history as {describe(check.ours)}. Nothing of theirs is lost. Read the note again, then redo "
                 "your change on its current text."
             )
         assert change is not None and read is not None
@@ -319,7 +320,7 @@ def _put_back(ctx: ToolContext, project_id: str, path: str, file: VaultFile, sli
         raise
     except TeamVaultError as error:
         return f"Putting their text back failed ({error}); restore_note_version brings their version back"
-    return f"Their text is the current version again (contentHash {sha256_hex(restored)})"
+    return f"Their text is the current version again (contentHash {short_hash(sha256_hex(restored))})"
 
 
 def _text(data: bytes) -> str:
@@ -367,19 +368,20 @@ def rewrite(
     if changed == original:
         ctx.facts["noop"] = True
         return ToolOutput(
-            f"No change: {edits} leave {note.path} as it is (contentHash {note.content_hash}). Nothing was written.",
+            f"No change: {edits} leave {note.path} as it is (contentHash {short_hash(note.content_hash)}). "
+            "Nothing was written.",
             result,
         )
     if dry_run:
         ctx.facts["noop"] = True
         headline = (
-            f"Dry run: nothing was written. {note.path} has previousHash {note.content_hash}; applied, {edits} "
-            f"would give contentHash {result['contentHash']}."
+            f"Dry run: nothing was written. {note.path}: previousHash {short_hash(note.content_hash)}, contentHash "
+            f"{short_hash(result['contentHash'])} once applied."
         )
         if apply is not None:
             tool, args = apply
-            headline += f" Apply with: {applying_call(tool, args, note.content_hash)}"
-        return ToolOutput(f"{headline}\n{diff}", result)
+            headline += f" Apply with: {applying_call(tool, args, short_hash(note.content_hash))}"
+        return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
     mode: Mode = "strict" if expected is not None else "rebase" if change is not None else "replace"
     written = write_content(
         ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, change=change, expected=expected
@@ -391,9 +393,9 @@ def rewrite(
         )
         ctx.facts["hashAfter"] = result["contentHash"]
     add_story(ctx, result, written)
-    headline = f"{done} {note.path}; its contentHash is now {result['contentHash']}."
+    headline = f"{done} {note.path}; its contentHash is now {short_hash(result['contentHash'])}."
     story = "".join(f" {sentence}" for sentence in written.notes())
-    return ToolOutput(f"{headline}{story}\n{diff}", result)
+    return ToolOutput(f"{headline}{story}\n{hunks_only(diff)}", result)
 
 
 #: A dry run's call is written out in full up to this many characters of arguments; a longer one is described.

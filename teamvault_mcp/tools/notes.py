@@ -21,6 +21,7 @@ from teamvault_mcp.errors import (
     TeamVaultError,
     ToolInputError,
     printable,
+    short_hash,
 )
 from teamvault_mcp.text.edits import Edit, apply_edits, edits_from_patch
 from teamvault_mcp.text.note_paths import (
@@ -105,7 +106,7 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         given, path = path, path + NOTE_EXTENSION
         existing = ctx.client.find_file(project_id, path)
         ctx.facts["paths"] = [path]
-    expect(ctx, project_id, path, existing, expected)
+    expected = expect(ctx, project_id, path, existing, expected)  # from here on the full hash (If-Match)
     if existing is None:
         return _create_note(ctx, project_id, args, path, data, given)
     if args.get("mode") == "create":
@@ -117,7 +118,8 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     written = write_content(ctx, project_id, path, existing, data, mode=mode, expected=expected)
     size = written.file.size if written.file.size is not None else len(data)
     result = {"path": written.file.path, "action": "updated", "size": size, "contentHash": new_hash}
-    said = f"Updated {written.file.path} ({size:,} bytes); its contentHash is now {new_hash}.{_md_added(given)}"
+    said = f"Updated {written.file.path} ({size:,} bytes); its contentHash is now {short_hash(new_hash)}."
+    said += _md_added(given)
     return written_result(ctx, _given(result, given), written, said)
 
 
@@ -147,7 +149,7 @@ def _create_note(
         raise
     size = written.size if written.size is not None else len(data)
     result = {"path": written.path, "action": "created", "size": size, "contentHash": new_hash}
-    said = f"Created {written.path} ({size:,} bytes); its contentHash is {new_hash}.{_md_added(given)}"
+    said = f"Created {written.path} ({size:,} bytes); its contentHash is {short_hash(new_hash)}.{_md_added(given)}"
     return result_with(_given(result, given), verified, said)
 
 
@@ -183,8 +185,9 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     else:
         edits = edits_from_patch(args["patch"])
     note = ctx.note(project_id, args["path"])
-    expected = args.get("expectedHash")
-    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
+    expected = expect(
+        ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text)
+    )
     changed = apply_edits(note.editable_text("its text"), edits)
     return rewrite(
         ctx,
@@ -219,8 +222,7 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         else:
             how = f" ('{extension_of(new_path)}' was added to the newPath you gave, {printable(raw)})"
     ctx.facts["paths"] = [path, new_path]
-    expected = args.get("expectedHash")
-    expect(ctx, project_id, path, file, expected)
+    expected = expect(ctx, project_id, path, file, args.get("expectedHash"))
     relink = args.get("updateLinks", True)
     if args.get("dryRun"):
         return dry_run(ctx, project_id, path, file, new_path, relink)
@@ -248,7 +250,7 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if expected is not None and not ctx.client.conditional:
         _undo_move_if_changed(ctx, project_id, file, path, new_path, expected)
     result = {"path": new_path, "previousPath": path, "contentHash": file.content_hash}
-    said = f"Moved {path} to {new_path}{how}; its contentHash stays {file.content_hash}."
+    said = f"Moved {path} to {new_path}{how}; its contentHash stays {short_hash(file.content_hash)}."
     if not relink and ctx.tools.has("search_notes") and name_of(new_path) != name_of(path):
         said += (
             " Links to it in other notes are not changed; search_notes(query="
@@ -306,17 +308,16 @@ def _undo_move_if_changed(
     except TeamVaultError as error:
         undone = f"undoing the move failed ({error}), so the note is at {new_path} now"
     raise ChangedMeanwhileError(
-        f"Conflict: {path} was changed after you read it (you expected contentHash {expected}, it is now "
-        f"{after.content_hash}) and while it was being moved; {undone}. Nothing was lost. Read the note again, "
-        "then decide whether to move it."
+        f"Conflict: {path} was changed after you read it (you expected contentHash {short_hash(expected)}, it is "
+        f"now {short_hash(after.content_hash)}) and while it was being moved; {undone}. Nothing was lost. Read the "
+        "note again, then decide whether to move it."
     )
 
 
 def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path, file = ctx.existing(project_id, args["path"])
-    expected = args.get("expectedHash")
-    expect(ctx, project_id, path, file, expected)
+    expected = expect(ctx, project_id, path, file, args.get("expectedHash"))
     ctx.facts.update(hashBefore=file.content_hash, hashAfter=None)
     verified = False
     try:
@@ -338,7 +339,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         unchecked = _undo_delete_if_changed(ctx, project_id, file, path, expected)
         if unchecked:
             result["unchecked"] = unchecked
-    said = f"Deleted {path} (contentHash {file.content_hash}); the server keeps it and its history."
+    said = f"Deleted {path} (contentHash {short_hash(file.content_hash)}); the server keeps it and its history."
     if ctx.tools.has("write_note"):
         said += " write_note at this path brings it back."
     if result.get("unchecked"):

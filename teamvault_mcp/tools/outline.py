@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.errors import ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import section_of
 from teamvault_mcp.text.markdown import MAX_HEADINGS, Heading, parse, toc_argument
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
@@ -58,7 +58,7 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "headings": [_entry(heading) for heading in shown],
         "totalHeadings": len(headings),
     }
-    lines = [f"{path}: {document.line_count:,} lines, {len(text):,} chars, contentHash {note.content_hash}"]
+    lines = [f"{path}: {document.line_count:,} lines, {len(text):,} chars, contentHash {short_hash(note.content_hash)}"]
     if offset:
         result["offset"] = offset
     if (not args.get("tocPath")) and document.preamble_end:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import DEFAULT_EXCERPT_CHARS, Excerpt, excerpt_of
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput
@@ -33,13 +33,11 @@ PARALLEL_READS = 8
 
 
 # -- read_note -------------------------------------------------------------------------------------
-
-
 def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     """The note's text as the first block, exactly as stored (or the part asked for), its contentHash in a second."""
     project_id = ctx.project(args)
     note = ctx.note(project_id, args["path"])
-    hash_block = (f"[contentHash: {note.content_hash}]",)
+    hash_block = (f"[contentHash: {short_hash(note.content_hash)}]",)
     limit = ctx.tools.max_read_chars
     if not any(name in args for name in PART_ARGUMENTS):
         if not limit or len(note.text) <= limit:
@@ -100,7 +98,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         found = read[raw]
         if isinstance(found, str):
             notes.append({"path": _shown_path(raw), "error": found})
-            blocks.append(f"===== {_shown_path(raw)}: error =====\n{found}")
+            blocks.append(f"=== {_shown_path(raw)}: error ===\n{found}")
             continue
         entry: dict[str, Any] = {"path": found.path, "contentHash": found.content_hash, "chars": len(found.text)}
         text = found.text
@@ -114,7 +112,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             if excerpt.truncated:
                 entry["shownLines"] = [excerpt.start_line, excerpt.end_line]
         notes.append(entry)
-        blocks.append(f"===== {found.path} · contentHash {found.content_hash} =====\n{text}")
+        blocks.append(f"=== {found.path} · {short_hash(found.content_hash)} ===\n{text}")  # path · contentHash
     failed = sum(1 for note in notes if "error" in note)
     if failed:
         blocks.insert(0, f"Read {len(notes) - failed} of {len(notes)} notes; {failed} failed.")
@@ -169,9 +167,7 @@ def list_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if not shown:
         lines.append(f"No files under {prefix}." if prefix else "The project holds no files.")
     if any("folder" in entry for entry in shown):
-        lines.append(
-            f'[A folder below depth={depth} shows how many notes it holds; list_notes(prefix="<folder>") lists it.]'
-        )
+        lines.append('[list_notes(prefix="<folder>") lists a folder.]')
     structured: dict[str, Any] = {"notes": shown}
     if rest:
         next_cursor = _write_cursor(prefix, depth, page[-1][0])

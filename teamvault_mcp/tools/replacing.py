@@ -28,6 +28,7 @@ from teamvault_mcp.errors import (
     EditFailedError,
     OutOfTimeError,
     TeamVaultError,
+    short_hash,
 )
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.search import TimeUp
@@ -343,8 +344,8 @@ def _conflict(error: ConflictError) -> str:
     if error.current is None:
         return "deleted since this call read it; nothing was written."
     return (
-        f"changed since this call read it (its contentHash is now {error.current}); nothing was written to it, "
-        "their text stands. Preview again to include it."
+        f"changed since this call read it (its contentHash is now {short_hash(error.current)}); nothing was written "
+        "to it, their text stands. Preview again to include it."
     )
 
 
@@ -394,16 +395,16 @@ TOOLS: tuple[Tool, ...] = (
         title="Replace in notes",
         description=(
             "Find and replace across notes. dryRun (default true) lists each note's matches, a short diff and the "
-            "call that applies it; applied, a note changed since is reported as a conflict, and expectedCount "
-            "refuses if the count changed. Links are plain text here. regex: search's safe subset, $1 for groups."
+            "call that applies it; applied, a note changed since is a conflict, and expectedCount refuses if the "
+            "count changed. Links are plain text here. regex=true: find is in search's safe subset, $1 for groups."
         ),
-        params=(
-            Param("find", "Text or regex.", kind="content"),
-            Param("replace", "Replacement.", kind="content"),
+        params=(  # what the description says is not said again: the tool list is carried on every turn
+            Param("find", "", kind="content"),
+            Param("replace", "", kind="content"),
             Param("prefix", "Only paths starting so.", kind="prefix", required=False),
-            Param("regex", "find is a regex.", kind="flag", required=False),
+            Param("regex", "", kind="flag", required=False),
             Param("caseSensitive", "Default true.", kind="flag", required=False),
-            Param("dryRun", "Default true.", kind="flag", required=False),
+            Param("dryRun", "", kind="flag", required=False),
             Param("expectedCount", "The preview's matches.", kind="count", required=False),
             Param("limit", "Most notes written.", kind="count", required=False),
         ),

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from teamvault_mcp.errors import TeamVaultError, ToolInputError
+from teamvault_mcp.errors import TeamVaultError, ToolInputError, short_hash
 from teamvault_mcp.text import frontmatter
 from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.text.schemas import Schema
@@ -107,7 +107,7 @@ def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values
     }
     if verified:
         result.update(verified=True, note=VERIFIED)
-    headline = f"Created {path} ({schema.name}); its contentHash is {new_hash}."
+    headline = f"Created {path} ({schema.name}); its contentHash is {short_hash(new_hash)}."
     return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{result['diff']}", result)
 
 

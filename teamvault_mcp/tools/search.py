@@ -22,6 +22,7 @@ from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.regex_subset import UnsafeRegexError
 from teamvault_mcp.text.search import (
     BM25,
+    HITS_PER_NOTE,
     REGEX_LINE_SECONDS,
     Candidate,
     Indexed,
@@ -102,9 +103,12 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     elif not shown:
         lines.append(_no_hits(ctx, args["query"], mode, matcher, gathered, scored))
     else:
+        # The agent knows its query and mode; the count, and the cap when it may have hidden lines of a note.
+        per_note = Counter(hit.path for hit in shown)
+        capped = " (at most 3 per note)" if max(per_note.values()) >= HITS_PER_NOTE else ""
         lines.append(
-            f"{total_notes:,} note{'s match' if total_notes != 1 else ' matches'} {query} ({mode}); "
-            f"{len(shown)} hit{'s' if len(shown) != 1 else ''}, at most 3 per note:"
+            f"{len(shown)} hit{'s' if len(shown) != 1 else ''} in {notes_shown:,} note"
+            f"{'s' if notes_shown != 1 else ''}{capped}:"
         )
     for hit in shown:
         where = f" section={toc_argument(hit.toc_path)}" if hit.toc_path else ""
@@ -115,7 +119,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             "or raise limit.]"
         )
     if any(hit.toc_path for hit in shown) and ctx.tools.has("read_note"):
-        lines.append("read_note(path, section=...) as shown reads a hit's section.")
+        lines.append("read_note(path, section=...) reads a hit's section.")
     return ToolOutput("\n".join(lines), result)
 
 

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from teamvault_mcp.errors import EditFailedError, HTTPStatusError, NoteNotFoundError, ToolInputError
+from teamvault_mcp.errors import EditFailedError, HTTPStatusError, NoteNotFoundError, ToolInputError, short_hash
 from teamvault_mcp.text import sections
-from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.text.diff import hunks_only, unified_diff
 from teamvault_mcp.text.excerpts import section_of
 from teamvault_mcp.text.markdown import SectionNotFound, parse
 from teamvault_mcp.text.paths import stored_path_of
@@ -46,9 +46,10 @@ def edit_section(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
 def _edit(ctx: ToolContext, project_id: str, note: Note, args: Mapping[str, Any], story: str = "") -> ToolOutput:
     section, content, mode = args["section"], args["content"], args.get("mode", "append")
-    expected = args.get("expectedHash")
     dry_run = bool(args.get("dryRun"))
-    expect(ctx, project_id, note.path, note.file, expected, current=(note.content_hash, note.text))
+    expected = expect(
+        ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text)
+    )
     text = note.editable_text("a section")
     try:
         changed = sections.edit_section(text, section, content, mode)
@@ -68,12 +69,13 @@ def _edit(ctx: ToolContext, project_id: str, note: Note, args: Mapping[str, Any]
     )
     result = output.structured or {}
     if dry_run and result.get("changed"):
-        call = _call(args, expectedHash=result["previousHash"])
+        call = _call(args, expectedHash=short_hash(result["previousHash"]))
         headline = (
             f"Dry run: nothing was written. {_done(mode, section, would=True)} {note.path}, making its contentHash "
-            f"{result['contentHash']} (it is {result['previousHash']} now). Apply it with: {call}"
+            f"{short_hash(result['contentHash'])} (it is {short_hash(result['previousHash'])} now). "
+            f"Apply it with: {call}"
         )
-        return ToolOutput(f"{headline}\n{result['diff']}", result)
+        return ToolOutput(f"{headline}\n{hunks_only(result['diff'])}", result)
     if story:
         first, _, rest = output.text.partition("\n")
         return ToolOutput(f"{first} {story}\n{rest}", {**result, "note": story})
@@ -111,9 +113,9 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
         ctx.facts["noop"] = True
         headline = (
             f"Dry run: nothing was written. {path} does not exist; this would create it with contentHash "
-            f"{new_hash}. Apply it with: {_call(args)}"
+            f"{short_hash(new_hash)}. Apply it with: {_call(args)}"
         )
-        return ToolOutput(f"{headline}\n{diff}", result)
+        return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
     try:
         written, verified = settle_content(
             ctx,
@@ -135,11 +137,11 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
     headline = f"Created {written.path}"
     if _named(args["section"]) != "the whole note":
         headline += f" with the section {_named(args['section'])}"
-    headline += f"; its contentHash is {new_hash}."
+    headline += f"; its contentHash is {short_hash(new_hash)}."
     if verified:
         result.update(verified=True, note=VERIFIED)
         headline += f" {VERIFIED}"
-    return ToolOutput(f"{headline}\n{diff}", result)
+    return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
 
 
 def _named(section: Sequence[str] | str) -> str:
@@ -189,15 +191,15 @@ TOOLS: tuple[Tool, ...] = (
         name="edit_section",
         title="Edit section",
         description=(
-            "Write into a section, found by heading, without reading the note. mode append (default): at the "
-            "section's end, subsections included, before the next heading of the same or a higher level; prepend: "
-            "under the heading; replace: its body. Returns the diff and contentHash."
+            "Write into a section without reading the note. mode append (default): at the section's end, "
+            "subsections included, before the next heading of the same or a higher level; prepend: under the "
+            "heading; replace: its body."
         ),
-        params=(
+        params=(  # what the description says is not said again: the tool list is carried on every turn
             Param("path", "The note."),
             Param("section", "tocPath; [] = whole note.", kind="section"),
             Param("content", "Markdown.", kind="content"),
-            Param("mode", "Default append.", kind="choice", required=False, choices=sections.MODES),
+            Param("mode", "", kind="choice", required=False, choices=sections.MODES),
             Param("expectedHash", "Write only if unchanged since.", kind="hash", required=False),
             Param("dryRun", "Diff only.", kind="flag", required=False),
             Param("create", "Make a missing note.", kind="flag", required=False),

@@ -134,7 +134,7 @@ class Tool:
             value = arguments.get(param.name)
             if value is None:
                 if param.required:
-                    raise ToolInputError(f"Missing required argument '{param.name}'. {param.description}")
+                    raise ToolInputError(f"Missing required argument '{param.name}'. {param.help}")
                 continue
             checked[param.name] = param.check(value)
         return checked

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError, short_hash
 from teamvault_mcp.text.merge import newest_consistent
 from teamvault_mcp.tools.context import ToolContext
 
@@ -99,7 +99,8 @@ def describe(version: dict[str, Any] | None, *, restore_hint: str | None = None)
     author = author if isinstance(author, dict) else {}
     who = author.get("name") or author.get("email") or version.get("authorId") or "someone"
     number = version.get("versionNumber", "?")
-    text = f"version {number} by {who} ({version.get('createdAt') or 'time unknown'}, contentHash {hash_of(version)})"
+    when = version.get("createdAt") or "time unknown"
+    text = f"version {number} by {who} ({when}, contentHash {short_hash(hash_of(version))})"
     if restore_hint is not None:
         call = f"restore_note_version(path={json.dumps(restore_hint, ensure_ascii=False)}, version={number})"
         text += f"; it stays in the history: {call} brings it back"

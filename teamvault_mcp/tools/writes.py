@@ -1,8 +1,9 @@
 """The rules every write follows: its precondition, and an outcome settled when its answer is lost.
 
-- **Preconditions.** With ``expectedHash`` (the ``contentHash`` the agent last saw) a
-  write happens only if the note still has it; otherwise a :class:`ConflictError`
-  shows what changed since (:func:`expect`).
+- **Preconditions.** With ``expectedHash`` (the ``contentHash`` the agent last saw, all of it
+  or the start the texts show) a write happens only if the note still has it; otherwise a
+  :class:`ConflictError` shows what changed since (:func:`expect`). From there on the write
+  names the note's full hash (a conditional write's If-Match), so a short hash is as exact.
 - **Settled outcomes.** A write that ends without a definite answer (the outcome table,
   ``vault/retry.py``, says which) is checked once (:func:`settle`): found applied →
   success, marked ``verified``; found as it was before, with no attempt possibly still
@@ -19,9 +20,10 @@ import mimetypes
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError
+from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError, short_hash
 from teamvault_mcp.text.diff import shortened, unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
+from teamvault_mcp.tools.kinds import MIN_HASH_DIGITS
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
@@ -43,13 +45,14 @@ def expect(
     expected: str | None,
     *,
     current: tuple[str, str] | None = None,
-) -> None:
-    """Refuse with a :class:`ConflictError` if the note is not at ``expected`` (when given).
+) -> str | None:
+    """Refuse with a :class:`ConflictError` if the note is not at ``expected`` (when given): its full hash or a
+    start of it. Returns the note's full hash then, the one the write must name (None without ``expected``).
 
     ``current`` is the note's hash and text when the caller has downloaded it already.
     """
     if expected is None:
-        return
+        return None
     expected = expected.lower()
     if file is None:
         raise ConflictError(path, expected, None, None)
@@ -57,8 +60,8 @@ def expect(
     if current_hash is None:  # a server that does not report hashes: compute it
         data = ctx.client.download(project_id, file.id)
         current_hash, current_text = sha256_hex(data), data.decode("utf-8", errors="replace")
-    if current_hash == expected:
-        return
+    if same_hash(current_hash, expected):
+        return current_hash
     since = _since(ctx, project_id, file, expected, current_hash, current_text)
     raise ConflictError(path, expected, current_hash, since)
 
@@ -69,7 +72,8 @@ def _since(
     """The diff from the version the agent saw to the note now, if the history still has that version."""
     try:
         seen = next(
-            (v for v in ctx.client.list_versions(project_id, file.id) if v.get("contentHash") == expected), None
+            (v for v in ctx.client.list_versions(project_id, file.id) if same_hash(v.get("contentHash"), expected)),
+            None,
         )
         if seen is None or file.file_type != "TEXT":
             return None
@@ -80,8 +84,13 @@ def _since(
         raise
     except TeamVaultError:
         return None  # the conflict stands; only the diff is missing
-    label = f"version {seen.get('versionNumber', '?')} ({expected[:12]}…, what you saw)"
-    return shortened(unified_diff(then, current_text, before=label, after=f"now ({current[:12]}…)"))
+    label = f"version {seen.get('versionNumber', '?')} ({short_hash(expected)}…, what you saw)"
+    return shortened(unified_diff(then, current_text, before=label, after=f"now ({short_hash(current)}…)"))
+
+
+def same_hash(full: str | None, given: str) -> bool:
+    """Whether ``given`` (64 hex digits, or the start of them an agent copied from a text) is ``full``'s."""
+    return isinstance(full, str) and len(given) >= MIN_HASH_DIGITS and full.lower().startswith(given.lower())
 
 
 # -- settled outcomes ---------------------------------------------------------------------------------------
@@ -109,7 +118,9 @@ def settle_content(
             lambda: ctx.client.find_file(project_id, path),
             applied=lambda file: file is not None and file.content_hash == after,
             untouched=lambda file: (file.content_hash if file is not None else None) == before,
-            untouched_text=f"the note unchanged (contentHash {before})" if before else f"still no note at {path}",
+            untouched_text=f"the note unchanged (contentHash {short_hash(before)})"
+            if before
+            else f"still no note at {path}",
         )
         assert found is not None
         ctx.facts["verified"] = True
