@@ -333,6 +333,14 @@ async def test_instructions_and_descriptions_name_only_registered_tools(tmp_path
         assert not registered & {"edit_note", "update_frontmatter", "restore_note_version", "write_note"}
 
 
+async def test_a_bullet_whose_first_clause_is_left_out_keeps_the_next_tools_name_as_spelled(tmp_path: Path) -> None:
+    with LocalVault(tmp_path / "vault") as vault:
+        async with session_on(vault, tools_dropped=frozenset({"query_notes"})) as session:
+            instructions = session.client.instructions or ""
+    assert "\n- list_tags, and list_tags(tag=...), by tag." in instructions, instructions
+    assert "List_tags" not in instructions and "query_notes" not in instructions
+
+
 # -- the team's own instructions ---------------------------------------------------------------------------
 
 

@@ -188,7 +188,9 @@ def _bullet(clauses: tuple[Clause, ...], tools: ToolSet) -> str:
             continue
         said.append(text)
     if said and not said[0].startswith("- "):  # the clause that opens the bullet was left out: open it here
-        said[0] = "- " + said[0][0].upper() + said[0][1:]
+        first = said[0].split(" ", 1)[0]
+        is_a_tool = "_" in first or "(" in first  # 'list_tags, …' stays as the tool is spelled
+        said[0] = "- " + (said[0] if is_a_tool else said[0][0].upper() + said[0][1:])
     return " ".join(said)
 
 
