@@ -50,7 +50,7 @@ from teamvault_mcp.tools.spec import (
     object_schema,
 )
 from teamvault_mcp.tools.versions import describe
-from teamvault_mcp.tools.writes import expect, mime_type_for, result_with, settle, settle_content
+from teamvault_mcp.tools.writes import create_content, expect, mime_type_for, result_with, settle
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
@@ -134,14 +134,7 @@ def _create_note(
     new_hash = sha256_hex(data)
     ctx.facts.update(hashBefore=None, hashAfter=new_hash)
     try:
-        written, verified = settle_content(
-            ctx,
-            project_id,
-            path,
-            lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
-            before=None,
-            data=data,
-        )
+        written, verified = create_content(ctx, project_id, path, data)
     except HTTPStatusError as error:
         if error.status == 409 and error.code == "path_exists" and not outcome(error).uncertain:
             ctx.facts.clear()  # nothing is known of the note that is there

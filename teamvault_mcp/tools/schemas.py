@@ -22,7 +22,7 @@ from teamvault_mcp.tools.kinds import FIELD_READERS, read_text
 from teamvault_mcp.tools.no_lost_updates import rewrite
 from teamvault_mcp.tools.registry import SchemaRegistry, SchemaSet
 from teamvault_mcp.tools.spec import STRING, Tool, object_schema
-from teamvault_mcp.tools.writes import VERIFIED, mime_type_for, settle_content
+from teamvault_mcp.tools.writes import VERIFIED, create_content
 
 
 def list_schemas(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -90,14 +90,7 @@ def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values
     data = text.encode("utf-8")
     new_hash = sha256_hex(data)
     ctx.facts.update(hashBefore=None, hashAfter=new_hash)
-    _, verified = settle_content(
-        ctx,
-        project_id,
-        path,
-        lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
-        before=None,
-        data=data,
-    )
+    _, verified = create_content(ctx, project_id, path, data)
     result: dict[str, Any] = {
         "path": path,
         "action": "created",

@@ -24,7 +24,7 @@ from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_he
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import rewrite, rewritten_schema
 from teamvault_mcp.tools.spec import NULLABLE_STRING, Tool
-from teamvault_mcp.tools.writes import VERIFIED, expect, mime_type_for, settle_content
+from teamvault_mcp.tools.writes import VERIFIED, create_content, expect
 from teamvault_mcp.vault.retry import outcome
 
 #: Content longer than this is not repeated in a dry run's "apply it with" call.
@@ -117,14 +117,7 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
         )
         return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
     try:
-        written, verified = settle_content(
-            ctx,
-            project_id,
-            path,
-            lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
-            before=None,
-            data=data,
-        )
+        written, verified = create_content(ctx, project_id, path, data)
     except HTTPStatusError as error:
         if error.status != 409 or error.code != "path_exists" or outcome(error).uncertain:
             raise

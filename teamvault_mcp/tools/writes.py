@@ -130,6 +130,18 @@ def settle_content(
     return written, False
 
 
+def create_content(ctx: ToolContext, project_id: str, path: str, data: bytes) -> tuple[VaultFile, bool]:
+    """A new note at ``path`` holding ``data`` (one POST), settled as :func:`settle_content` settles any write."""
+    return settle_content(
+        ctx,
+        project_id,
+        path,
+        lambda: ctx.client.create_file(project_id, path, data, mime_type_for(path)),
+        before=None,
+        data=data,
+    )
+
+
 def settle(
     error: TeamVaultError,
     look: Callable[[], T],
