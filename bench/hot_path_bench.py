@@ -1,8 +1,8 @@
 """The hot path's steps in process, without stdio: each trim of issue 19 against what it replaced, side by side.
 
-- the thread hand-off: ``anyio.to_thread.run_sync`` under a limiter (before) against the runner's
-  kept threads and queue (:class:`~teamvault_mcp.server.threads.CallThreads`), for a function that
-  returns at once;
+- the thread hand-off: ``anyio.to_thread.run_sync`` under anyio's limiter (before) against the runner's
+  kept threads and queue (:class:`~teamvault_mcp.server.threads.CallThreads`) under an asyncio
+  semaphore, for a function that returns at once;
 - a whole ``ToolRunner.call`` that its worker thread refuses (``read_note`` of ``../x.md``): the
   product code around a request plus the hand-off;
 - the SDK's OpenTelemetry middleware, per message, with no tracer provider set (the server drops it then).
@@ -42,14 +42,11 @@ async def anyio_hand_off(calls: int, limiter: anyio.CapacityLimiter) -> float:
     return (time.perf_counter() - started) / calls
 
 
-async def queue_hand_off(calls: int, limiter: anyio.CapacityLimiter, threads: CallThreads) -> float:
-    loop = asyncio.get_running_loop()
+async def queue_hand_off(calls: int, slots: asyncio.Semaphore, threads: CallThreads) -> float:
     started = time.perf_counter()
     for _ in range(calls):
-        async with limiter:
-            done: asyncio.Future[Any] = loop.create_future()
-            threads.run(nothing, loop, done)
-            await asyncio.shield(done)
+        async with slots:
+            await threads.run(nothing, on_cancel=lambda: None, grace=1.0)
     return (time.perf_counter() - started) / calls
 
 
@@ -82,6 +79,7 @@ async def middleware_cost(calls: int) -> float:
 
 async def main(rounds: int, calls: int) -> None:
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
+    slots = asyncio.Semaphore(MAX_CONCURRENT_CALLS)
     threads = CallThreads()
     environ = {
         "TEAM_VAULT_URL": "http://127.0.0.1:9",
@@ -92,11 +90,11 @@ async def main(rounds: int, calls: int) -> None:
     figures: dict[str, list[float]] = {"anyio to_thread": [], "kept threads": [], "refused call": [], "otel": []}
     try:
         await anyio_hand_off(200, limiter)
-        await queue_hand_off(200, limiter, threads)
+        await queue_hand_off(200, slots, threads)
         await refused_call(200, runner)
         for _ in range(rounds):
             figures["anyio to_thread"].append(await anyio_hand_off(calls, limiter))
-            figures["kept threads"].append(await queue_hand_off(calls, limiter, threads))
+            figures["kept threads"].append(await queue_hand_off(calls, slots, threads))
             figures["refused call"].append(await refused_call(calls, runner))
             figures["otel"].append(await middleware_cost(calls * 5))
     finally:

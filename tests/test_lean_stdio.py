@@ -28,13 +28,15 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp.server.lowlevel import Server
+from mcp.shared.message import SessionMessage
 from support import seeding
 from support.children import ENTRY_POINTS, ROOT
 from support.env import child_env, env_for
 from support.waiting import GENEROUS, too_slow, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.server.lean import Stdin, serve_lean
+from teamvault_mcp.server.lean import MessageWriter, Stdin, Stdout, Unanswered, _json_line, serve_lean
+from teamvault_mcp.server.stdio import WritesOnlyWritable
 
 SERVER = ENTRY_POINTS["python -m teamvault_mcp"]
 HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
@@ -486,6 +488,52 @@ async def test_messages_are_read_and_written_without_a_thread() -> None:
             assert json.loads(await wire.receive()) == {"jsonrpc": "2.0", "id": n, "result": {}}
         started = set(threading.enumerate()) - before
     assert not started  # the stock transport starts threads for stdin and stdout ("AnyIO worker thread")
+
+
+@pytest.mark.anyio
+async def test_what_cannot_be_written_is_repaired_as_the_stock_guard_repairs_it() -> None:
+    """The lean writer serialises first and repairs only what the serialiser refuses: the bytes are the guard's."""
+    bad_text = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"tools": [{"name": "a\ud800"}]})
+    too_deep = types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"x": nested(400)})
+    deep_notice = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"x": nested(400)})
+    fine = types.JSONRPCResponse(jsonrpc="2.0", id=3, result={})
+    messages = (bad_text, too_deep, deep_notice, fine)
+
+    send, receive = anyio.create_memory_object_stream[SessionMessage](10)
+    guard = WritesOnlyWritable(send)
+    for message in messages:
+        await guard.send(SessionMessage(message))
+    await send.aclose()
+    async with receive:
+        guarded = b"".join([_json_line(item.message) async for item in receive])
+
+    read_fd, write_fd = os.pipe()
+    try:
+        unanswered = Unanswered()
+        for message in messages:
+            unanswered.read(message)  # as if the host had sent requests 1 to 3
+        writer = MessageWriter(Stdout(write_fd, on_broken=lambda: None), unanswered)
+        for message in messages:
+            await writer.send(SessionMessage(message))
+        os.close(write_fd)
+        write_fd = -1
+        with os.fdopen(read_fd, "rb") as wire:
+            read_fd = -1
+            written = wire.read()
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+    assert written == guarded
+    assert [json.loads(line)["id"] for line in written.splitlines()] == [1, 2, 3]  # the notice was dropped
+    assert not unanswered._ids  # each request's id was settled by what was written for it, the repaired one too
+
+
+def nested(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = [value]
+    return value
 
 
 def test_stdin_is_split_into_lines_as_the_stock_text_wrapper_splits_it() -> None:

@@ -38,8 +38,9 @@ import mcp.types as types
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
+from pydantic_core import PydanticSerializationError
 
-from teamvault_mcp.server.stdio import WritesOnlyWritable, second_reading
+from teamvault_mcp.server.stdio import repaired, second_reading
 from teamvault_mcp.text.wire import valid_unicode
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ async def serve_lean(
         unanswered = Unanswered()
         with anyio.CancelScope() as scope:
             stdout = Stdout(write_fd, on_broken=scope.cancel)
-            writes = WritesOnlyWritable(MessageWriter(stdout, unanswered))
+            writes = MessageWriter(stdout, unanswered)
             reads = MessageReader(Stdin(read_fd), writes, unanswered, drain_limit)
             if on_start is not None:
                 on_start(scope)
@@ -299,7 +300,7 @@ class MessageReader:
     a blank line skipped. At the end of input it ends only once the requests read are answered.
     """
 
-    def __init__(self, stdin: Stdin, writes: WritesOnlyWritable, unanswered: Unanswered, drain_limit: float) -> None:
+    def __init__(self, stdin: Stdin, writes: MessageWriter, unanswered: Unanswered, drain_limit: float) -> None:
         self._stdin = stdin
         self._writes = writes
         self._unanswered = unanswered
@@ -344,7 +345,12 @@ class MessageReader:
 
 
 class MessageWriter:
-    """The write stream: each message serialised as the stock transport does, and written whole."""
+    """The write stream: each message serialised as the stock transport does, and written whole.
+
+    What cannot be written as JSON (a lone surrogate, nesting deeper than pydantic writes) is
+    repaired as the stock transport's guard repairs it (``stdio.repaired``), but only once
+    the serialiser has refused it: no walk over every message before it is written.
+    """
 
     def __init__(self, stdout: Stdout, unanswered: Unanswered) -> None:
         self._stdout = stdout
@@ -355,8 +361,13 @@ class MessageWriter:
         if self._closed:
             raise anyio.ClosedResourceError
         message = item.message
-        # What model_dump_json returns, as bytes: the stock transport's exact output, without a decode and encode.
-        data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True) + b"\n"
+        try:
+            data = _json_line(message)
+        except PydanticSerializationError:
+            message = repaired(message)
+            if message is None:  # a notification or a request of ours that cannot be written: dropped
+                return
+            data = _json_line(message)
         try:
             await self._stdout.write(data)
         finally:  # written, or never to be: either way nothing more will come for its id
@@ -370,3 +381,9 @@ class MessageWriter:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _json_line(message: Any) -> bytes:
+    """What ``model_dump_json`` returns, as bytes: the stock transport's exact output, without a decode and encode."""
+    data: bytes = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
+    return data + b"\n"
