@@ -55,6 +55,18 @@ def call(request_id: Any, tool: str, arguments: dict[str, Any], meta: dict[str, 
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
 
+def enveloped(request_id: Any, method: str, params: dict[str, Any] | None = None) -> str:
+    """A request in the 2026-07-28 per-request envelope (its ``_meta`` names the protocol version)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": HELLO["clientInfo"],
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": meta}}
+    )
+
+
 def lines_of(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
@@ -211,6 +223,8 @@ HOSTILE = [
     (call(15, "read_note", {"path": "a.md"}), 1),
     (call("16", "read_note", {"path": "missing.md"}), 1),
     (ping(17), 1),
+    (enveloped(18, "ping"), 1),  # the 2026-07-28 envelope on a connection opened with initialize: refused
+    (ping(19), 1),
 ]
 
 
@@ -232,6 +246,39 @@ def test_hostile_and_malformed_lines_get_the_stock_transports_exact_bytes(tmp_pa
     assert json.loads(lean[0][0]) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
     assert [json.loads(line)["id"] for line in lean[3]] == [3, 4]
     assert json.loads(lean[12][0])["result"]["isError"] is True  # the invalid UTF-8 became U+FFFD, as in stock
+
+
+OPENINGS = {
+    "a ping before initialize": [
+        (ping(1), 1),
+        (INITIALIZE.replace('"id": 1', '"id": 2'), 1),
+        (INITIALIZED, 0),
+        (ping(3), 1),
+    ],
+    "the 2026-07-28 era": [(enveloped(1, "tools/list"), 1), (enveloped(2, "ping"), 1), (INITIALIZE, 1), (ping(4), 1)],
+    "notifications first": [(INITIALIZED, 0)] * 10 + [(INITIALIZE, 1), (call(2, "read_note", {"path": "a.md"}), 1)],
+}
+
+
+@pytest.mark.parametrize("opening", OPENINGS)
+def test_however_a_connection_opens_it_is_answered_in_the_stock_transports_bytes(tmp_path: Path, opening: str) -> None:
+    """The lean transport serves a connection opened with initialize on the SDK's handshake loop itself (no
+    era-finding relay); any other opening goes to Server.run as under stock, and so do the bytes."""
+    outputs = []
+    for transport in ("lean", "stock"):
+        with LocalVault(tmp_path / f"vault-{transport}") as vault:
+            seeding.seed(vault, "a.md", "# A\n\nsome words\n")
+            child = Child(child_env(**env_for(vault, STDIO=transport, PREFETCH="off")))
+            child.masks.append((vault.project_id.encode(), b"<project>"))
+            try:
+                answers = [child.exchange(data, count) for data, count in OPENINGS[opening]]
+                code, out, stderr = child.close()
+            finally:
+                child.end()
+            assert code == 0, stderr
+            outputs.append((answers, out))
+    assert outputs[0] == outputs[1]
+    assert sum(len(answers) for answers in outputs[0][0]) == sum(count for _, count in OPENINGS[opening])
 
 
 def test_a_cancelled_call_gets_no_answer_in_the_same_bytes_as_stock(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp.server.runner import serve_loop
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
@@ -53,6 +54,9 @@ READ_SIZE = 65536
 
 #: Bytes written at a time to a pipe, socket or terminal that poll() finds writable: what it then takes whole.
 WRITE_SIZE = select.PIPE_BUF
+
+#: Messages kept that came before the host's first request (``Server.run`` keeps as many; the rest are dropped).
+PRE_REQUEST_LIMIT = 8
 
 
 def on_a_terminal() -> bool:
@@ -87,7 +91,15 @@ async def serve_lean(
             reads = MessageReader(Stdin(read_fd), writes, unanswered, drain_limit)
             if on_start is not None:
                 on_start(scope)
-            await server.run(reads, writes, options)
+            if await reads.opens_with_initialize():
+                # The handshake era, the only one a stdio host speaks today: the SDK's loop for it. Server.run
+                # would put a task between this read stream and the dispatcher, to find the era from the first
+                # request: one more task switch and memory stream per message, for an answer already known.
+                reads.refuse_envelopes = True
+                async with server.lifespan(server) as lifespan_state:
+                    await serve_loop(server, reads, writes, lifespan_state=lifespan_state, init_options=options)
+            else:
+                await server.run(reads, writes, options)  # the SDK finds the era (the 2026-07-28 one, say)
         if on_end is not None:
             on_end()
 
@@ -289,12 +301,30 @@ class Unanswered:
             log.warning("the end of input came %.0f s ago; %d requests are still unanswered", limit, len(self._ids))
 
 
+def _enveloped(request: types.JSONRPCRequest) -> bool:
+    """Whether a request other than ``initialize`` comes in the 2026-07-28 envelope (its ``_meta`` names the
+    protocol version): the SDK's own test for a request of the other era."""
+    meta = (request.params or {}).get("_meta")
+    return request.method != "initialize" and isinstance(meta, dict) and types.PROTOCOL_VERSION_META_KEY in meta
+
+
+def _envelope_refused(request_id: Any) -> types.JSONRPCError:
+    """What ``Server.run`` answers to an enveloped request on a connection that opened with ``initialize``."""
+    message = (
+        "this connection serves the handshake protocol era; requests carrying the 2026-07-28 envelope are not "
+        "accepted on it"
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
+    )
+
+
 def _key(request_id: Any) -> Any:
     return coerce_request_id(valid_unicode(request_id) if isinstance(request_id, str) else request_id)
 
 
 class MessageReader:
-    """The read stream ``Server.run`` consumes: one message per line, as the stock transport reads them.
+    """The read stream the SDK consumes: one message per line, as the stock transport reads them.
 
     A line the SDK's parser refuses is read again or answered under its id (``second_reading``),
     a blank line skipped. At the end of input it ends only once the requests read are answered.
@@ -305,8 +335,42 @@ class MessageReader:
         self._writes = writes
         self._unanswered = unanswered
         self._drain_limit = drain_limit
+        self._ahead: deque[SessionMessage] = deque()  # read to find the era, handed out first
+        #: Serving the handshake era alone: a request in the 2026-07-28 envelope is refused here, as ``Server.run``
+        #: refuses it on a connection that opened with ``initialize``.
+        self.refuse_envelopes = False
+
+    async def opens_with_initialize(self) -> bool:
+        """Read up to the host's first request; whether it is ``initialize`` (the handshake era).
+
+        What was read is handed out again first; of what came before the first request, at
+        most :data:`PRE_REQUEST_LIMIT` messages are kept, as ``Server.run`` keeps them.
+        """
+        while True:
+            try:
+                item = await self._read()
+            except anyio.EndOfStream:
+                return False
+            if isinstance(item.message, types.JSONRPCRequest):
+                self._ahead.append(item)
+                return item.message.method == "initialize"
+            if len(self._ahead) < PRE_REQUEST_LIMIT:
+                self._ahead.append(item)
+            else:
+                log.debug("dropped a message received before the first request: %r", item.message)
 
     async def receive(self) -> SessionMessage:
+        if self._ahead:
+            return self._ahead.popleft()
+        while True:
+            item = await self._read()
+            message = item.message
+            if self.refuse_envelopes and isinstance(message, types.JSONRPCRequest) and _enveloped(message):
+                await self._writes.send(SessionMessage(_envelope_refused(message.id)))
+                continue
+            return item
+
+    async def _read(self) -> SessionMessage:
         while True:
             line = await self._stdin.readline()
             if line is None:
