@@ -17,6 +17,7 @@ import select
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -590,6 +591,51 @@ def test_stdin_is_split_into_lines_as_the_stock_text_wrapper_splits_it() -> None
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         expected = list(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace"))
         assert read_all_lines(data, rng) == expected, data
+
+
+def test_stdin_reads_ahead_a_bounded_amount_and_lets_go_of_the_descriptor_when_closed() -> None:
+    """Once a read has waited, stdin is read as data comes, but never more than READ_SIZE of whole lines held
+    (a host that floods it meets a full pipe, as with the stock transport); after close(), nothing is read."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    line = b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"pad": "' + b"x" * 60 + b'"}}\n'
+
+    async def main() -> tuple[int, list[str], int]:
+        stdin = Stdin(read_fd)
+        async with anyio.create_task_group() as group:
+            first: list[str | None] = []
+
+            async def read_one() -> None:
+                first.append(await stdin.readline())
+
+            group.start_soon(read_one)
+            await anyio.sleep(0)  # it waits: the descriptor is watched from now on
+            os.write(write_fd, line)
+        assert first == [line.decode()]
+        written = stuck = 0
+        while written < 1 << 20 and stuck < 200:  # nobody reads lines now: only the watch takes from the pipe
+            try:
+                written += os.write(write_fd, line)
+                stuck = 0
+            except BlockingIOError:
+                stuck += 1
+            await anyio.sleep(0)
+        lines = [await stdin.readline() for _ in range(written // len(line))]
+        stdin.close()
+        os.write(write_fd, line)
+        for _ in range(20):
+            await anyio.sleep(0)
+        left = int.from_bytes(fcntl.ioctl(read_fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+        return written, [item for item in lines if item is not None], left
+
+    try:
+        written, lines, left = anyio.run(main)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert written < 1 << 20, "the watch read the whole flood into memory"
+    assert lines == [line.decode()] * (written // len(line))  # every line written came, whole and in order
+    assert left == len(line)  # closed: the last line stayed in the pipe
 
 
 def read_all_lines(data: bytes, rng: random.Random) -> list[str]:

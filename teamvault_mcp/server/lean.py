@@ -21,6 +21,7 @@ those not started yet, so a burst piped in (``… | teamvault-mcp``) lost answer
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import io
 import logging
@@ -85,21 +86,25 @@ async def serve_lean(
     """
     with claimed_stdio() if wire is None else _given(wire) as (read_fd, write_fd):
         unanswered = Unanswered()
+        stdin = Stdin(read_fd)
         with anyio.CancelScope() as scope:
             stdout = Stdout(write_fd, on_broken=scope.cancel)
             writes = MessageWriter(stdout, unanswered)
-            reads = MessageReader(Stdin(read_fd), writes, unanswered, drain_limit)
+            reads = MessageReader(stdin, writes, unanswered, drain_limit)
             if on_start is not None:
                 on_start(scope)
-            if await reads.opens_with_initialize():
-                # The handshake era, the only one a stdio host speaks today: the SDK's loop for it. Server.run
-                # would put a task between this read stream and the dispatcher, to find the era from the first
-                # request: one more task switch and memory stream per message, for an answer already known.
-                reads.refuse_envelopes = True
-                async with server.lifespan(server) as lifespan_state:
-                    await serve_loop(server, reads, writes, lifespan_state=lifespan_state, init_options=options)
-            else:
-                await server.run(reads, writes, options)  # the SDK finds the era (the 2026-07-28 one, say)
+            try:
+                if await reads.opens_with_initialize():
+                    # The handshake era, the only one a stdio host speaks today: the SDK's loop for it. Server.run
+                    # would put a task between this read stream and the dispatcher, to find the era from the first
+                    # request: one more task switch and memory stream per message, for an answer already known.
+                    reads.refuse_envelopes = True
+                    async with server.lifespan(server) as lifespan_state:
+                        await serve_loop(server, reads, writes, lifespan_state=lifespan_state, init_options=options)
+                else:
+                    await server.run(reads, writes, options)  # the SDK finds the era (the 2026-07-28 one, say)
+            finally:
+                stdin.close()
         if on_end is not None:
             on_end()
 
@@ -154,7 +159,12 @@ def _point(fd: int, path: str, flags: int) -> None:
 
 
 class Stdin:
-    """Lines from the read end of the wire, decoded as the stock transport's text wrapper decodes them."""
+    """Lines from the read end of the wire, decoded as the stock transport's text wrapper decodes them.
+
+    Once a read has had to wait, the loop goes on watching the descriptor and takes what comes
+    as it comes, until :data:`READ_SIZE` characters of whole lines are held: registering and
+    unregistering it for every message cost two ``epoll_ctl`` calls and a ``poll`` each.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -163,44 +173,78 @@ class Stdin:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._decoder = io.IncrementalNewlineDecoder(decoder, translate=True)  # \r\n and \r end lines too
         self._lines: deque[str] = deque()
+        self._held = 0  # characters in _lines
         self._partial: list[str] = []
         self._ended = False
+        self._watching: asyncio.AbstractEventLoop | None = None  # the loop watching the descriptor, if one is
+        self._waiter: asyncio.Future[None] | None = None
 
     async def readline(self) -> str | None:
         """The next line with its newline (the last one may have none); None at the end of input."""
         while not self._lines:
             if self._ended:
                 return None
-            self._take(await self._read())
-        return self._lines.popleft()
+            await self._more()
+        line = self._lines.popleft()
+        self._held -= len(line)
+        return line
 
-    async def _read(self) -> bytes:
-        while True:
+    def close(self) -> None:
+        """Stop watching the descriptor (it outlives serving: it is the host's stdin again)."""
+        if self._watching is not None:
+            with suppress(RuntimeError):  # the loop has closed
+                self._watching.remove_reader(self._fd)
+            self._watching = None
+
+    async def _more(self) -> None:
+        """Until more was read: a line, or the end of input."""
+        if self._watching is None:
             # poll() finds a regular file or /dev/null always ready; the loop's epoll would refuse them.
-            if not self._poll.poll(0):
-                await anyio.wait_readable(self._fd)
-            try:
-                return os.read(self._fd, READ_SIZE)
-            except BlockingIOError:  # O_NONBLOCK, set by a process we share the descriptor with
-                continue
-            except OSError as error:  # a terminal that hung up, say: the input has ended
-                log.warning("reading stdin failed (%s); treating it as the end of input", error)
-                return b""
+            if self._poll.poll(0):
+                self._take()
+                return
+            self._watching = asyncio.get_running_loop()
+            self._watching.add_reader(self._fd, self._readable)
+        waiter = self._waiter = self._watching.create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
 
-    def _take(self, chunk: bytes) -> None:
+    def _readable(self) -> None:
+        """The loop's callback while it watches the descriptor."""
+        if self._poll.poll(0):  # else a process we share it with took what there was
+            self._take()
+        if self._ended or self._held >= READ_SIZE:  # enough held: watched again when a read has to wait
+            self.close()
+        if (self._lines or self._ended) and self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _take(self) -> None:
+        """Read what is there (the descriptor is ready) and split it into lines."""
+        try:
+            chunk = os.read(self._fd, READ_SIZE)
+        except BlockingIOError:  # O_NONBLOCK, set by a process we share the descriptor with: nothing now
+            return
+        except OSError as error:  # a terminal that hung up, say: the input has ended
+            log.warning("reading stdin failed (%s); treating it as the end of input", error)
+            chunk = b""
         text = self._decoder.decode(chunk, final=not chunk)
         self._ended = not chunk
         pieces = text.split("\n")
+        lines = []
         if len(pieces) > 1:
             self._partial.append(pieces[0])
-            self._lines.append("".join(self._partial) + "\n")
-            self._lines.extend(piece + "\n" for piece in pieces[1:-1])
+            lines.append("".join(self._partial) + "\n")
+            lines.extend(piece + "\n" for piece in pieces[1:-1])
             self._partial = []
         if pieces[-1]:
             self._partial.append(pieces[-1])
         if self._ended and self._partial:
-            self._lines.append("".join(self._partial))
+            lines.append("".join(self._partial))
             self._partial = []
+        self._lines.extend(lines)
+        self._held += sum(map(len, lines))
 
 
 class Stdout:
