@@ -30,8 +30,11 @@ BYTECODE = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": ""}
 
 
 def spawn_to_initialized(command: list[str], tree: Path) -> float:
-    """Seconds from spawn to ``initialize`` answered, with ``tree``'s package first on the path."""
-    host = StdioHost(command, {**ENV, **BYTECODE, "PYTHONPATH": str(tree)})
+    """Seconds from spawn to ``initialize`` answered, with ``tree``'s package first on the path.
+
+    The child runs in ``tree`` too: ``python -m`` puts its working directory first on the path, before PYTHONPATH.
+    """
+    host = StdioHost(command, {**ENV, **BYTECODE, "PYTHONPATH": str(tree)}, cwd=str(tree))
     try:
         return host.initialize()
     finally:
