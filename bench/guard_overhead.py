@@ -5,8 +5,10 @@ text in structured content, as read_notes answers), in one run:
 
 - sdk: what the SDK does with every result — ``CallToolResult.model_dump`` (the runner)
   and the JSON-RPC response's ``model_dump_json`` (the stdio writer);
-- result guard: ``ToolRunner._deliverable`` — the key scrub, lone surrogates, the depth check;
-- write guard: :func:`~teamvault_mcp.server.stdio.writable`, the check of every message before the stdio writer.
+- result guard: ``ToolRunner._deliverable`` — the result made from the tool's output, with the key
+  scrub, lone surrogates and the depth check;
+- write guard: :func:`~teamvault_mcp.server.stdio.writable`, the stock transport's check of every message
+  before its writer (the lean transport repairs only what the serialiser refuses, and walks nothing).
 
 Each as the median of repeated runs, and as a share of the sdk's time.
 
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from teamvault_mcp.config import Config
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.server.stdio import writable
+from teamvault_mcp.tools.context import ToolOutput
 
 KEY = "osync_" + "5ec2e7" * 10 + "abcd"
 LINE = "- [ ] a task with Ümlauts — and a [[link]] to another note\n"
@@ -56,6 +59,7 @@ def main() -> None:
             ("text", {"path": "notes/a.md", "contentHash": "ab" * 32}),
             ("text + structured", {"notes": [{"path": "notes/a.md", "content": text}]}),
         ):
+            output = ToolOutput(text, structured)
             result = types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], structured_content=structured
             )
@@ -69,7 +73,7 @@ def main() -> None:
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             response = types.JSONRPCResponse(jsonrpc="2.0", id=1, result=dumped)
             sdk_ms = median_ms(sdk, repeat)
-            guard_ms = median_ms(lambda result=result: runner._deliverable("read_note", result), repeat)
+            guard_ms = median_ms(lambda output=output: runner._deliverable("read_note", output), repeat)
             write_ms = median_ms(lambda response=response: writable(response), repeat)
             label = f"{len(text):>9,} chars, {shape}"
             print(

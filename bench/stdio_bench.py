@@ -8,7 +8,8 @@ In one run, against one loopback stand-in (``standin.py``, plain HTTP), round by
   ``dist/index.js`` (not part of this repository: build it yourself). It makes two requests per
   ``read_note``, the resolve and the download;
 - a bare ``mcp`` low-level server with one trivial tool (``bare_server.py``), on the SDK's
-  ``stdio_server`` and on the lean transport: what the transport alone costs.
+  ``stdio_server`` and on the lean transport: what the transport alone costs;
+- with ``--also DIR``, the teamvault-mcp package in DIR (a copy of ``main``, say) on its lean transport.
 
 Each round sends each server, in a rotating order, five ``ping``, five trivial ``tools/call`` and
 five ``read_note`` of the note (in blocks: the first call of a block wakes a process that was idle).
@@ -21,7 +22,7 @@ calls), and the cancel latency of teamvault-mcp: from the ``notifications/cancel
 ``read_note`` whose request the stand-in holds, to the stand-in seeing its connection dropped,
 and to the answer of a ``ping`` sent right after the cancel.
 
-    .venv/bin/python bench/stdio_bench.py [--rounds 200] [--ts-server /path/to/TeamVaultMCP/dist/index.js]
+    .venv/bin/python bench/stdio_bench.py [--rounds 200] [--ts-server /path/to/TeamVaultMCP/dist/index.js] [--also DIR]
 """
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ CANCELS = 20
 class Server:
     """One server under test, spoken to over stdio with raw JSON-RPC lines."""
 
-    def __init__(self, label: str, command: list[str], env: dict[str, str], *, tools: str) -> None:
+    def __init__(
+        self, label: str, command: list[str], env: dict[str, str], *, tools: str, cwd: str | None = None
+    ) -> None:
         self.label = label
-        self.host = StdioHost(command, env)
+        self.host = StdioHost(command, env, cwd=cwd)
         self.host.initialize()
         self.tools = tools  # "teamvault", "ts" or "bare"
         self.times: dict[str, list[float]] = {"ping": [], "trivial": [], "read_note": []}
@@ -112,7 +115,7 @@ def median_ms(values: list[float]) -> str:
 
 
 @contextmanager
-def servers(standin: StandIn, ts_server: str | None) -> Iterator[list[Server]]:
+def servers(standin: StandIn, ts_server: str | None, also: str | None = None) -> Iterator[list[Server]]:
     cache = tempfile.TemporaryDirectory(prefix="stdio-bench-cache-")
     env = {
         "TEAM_VAULT_URL": standin.url,
@@ -125,9 +128,15 @@ def servers(standin: StandIn, ts_server: str | None) -> Iterator[list[Server]]:
         stack.callback(cache.cleanup)
         for label, transport in (("teamvault-mcp, lean stdio", "lean"), ("teamvault-mcp, stock stdio", "stock")):
             own = {**env, "TEAM_VAULT_STDIO": transport, "TEAM_VAULT_CACHE_DIR": f"{cache.name}/{transport}"}
-            made.append(Server(label, [sys.executable, "-m", "teamvault_mcp"], own, tools="teamvault"))
+            made.append(
+                Server(label, [sys.executable, "-m", "teamvault_mcp"], own, tools="teamvault", cwd=str(HERE.parent))
+            )
         if ts_server is not None:
             made.append(Server("original TypeScript server", ["node", ts_server], env, tools="ts"))
+        if also is not None:  # run in its own directory: python -m puts the working directory before PYTHONPATH
+            other = {**env, "PYTHONPATH": also, "TEAM_VAULT_CACHE_DIR": f"{cache.name}/also"}
+            label = f"{Path(also).name}, lean stdio"[:30]
+            made.append(Server(label, [sys.executable, "-m", "teamvault_mcp"], other, tools="teamvault", cwd=also))
         bare = [sys.executable, str(HERE / "bare_server.py")]
         made.append(Server("bare mcp server, stock stdio", bare, env, tools="bare"))
         made.append(Server("bare mcp server, lean stdio", [*bare, "--lean"], env, tools="bare"))
@@ -202,8 +211,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200, help="measured rounds (default 200)")
     parser.add_argument("--cpu-calls", type=int, default=1000, help="sequential calls per CPU figure (default 1000)")
     parser.add_argument("--ts-server", help="the original TypeScript server's built dist/index.js, to run beside")
+    parser.add_argument(
+        "--also", metavar="DIR", help="another tree of teamvault-mcp (a copy of main, say), to run beside"
+    )
     args = parser.parse_args()
-    with run_standin() as standin, servers(standin, args.ts_server) as made:
+    with run_standin() as standin, servers(standin, args.ts_server, args.also) as made:
         requests_per_read = interleaved(made, args.rounds, standin)
         cpu = {
             server.label: {name: cpu_per_call(server, step, args.cpu_calls) for name, step in server.steps().items()}

@@ -17,7 +17,8 @@ INITIALIZE = {
 
 
 class StdioHost:
-    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(self, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+        """``cwd``: the child's working directory (``python -m`` puts it first on the path, before PYTHONPATH)."""
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
             command,
@@ -25,6 +26,7 @@ class StdioHost:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
         self._next_id = 1
 

@@ -113,6 +113,7 @@ class Host:
             stdout=subprocess.PIPE,
             stderr=self._err,
             env=child_env,
+            cwd=package or str(ROOT),  # python -m puts the working directory first on the path, before PYTHONPATH
         )
         self._id = 0
 

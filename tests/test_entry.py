@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -104,6 +105,58 @@ def test_start_up_imports_neither_requests_nor_yaml_nor_regex() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+#: A child that records the collector's state when serve builds its server (its imports done), then serves until EOF.
+WATCH_COLLECTOR = """
+import gc, sys
+from teamvault_mcp.server import protocol
+
+built = protocol.build_server
+
+def watched(*args, **kwargs):
+    sys.stderr.write(f"building: frozen {gc.get_freeze_count()}, collector on {gc.isenabled()}\\n")
+    return built(*args, **kwargs)
+
+protocol.build_server = watched
+from teamvault_mcp.cli import main
+raise SystemExit(main(["serve"]))
+"""
+
+
+def test_serve_imports_with_the_collector_held_off_and_serves_with_it_on() -> None:
+    # The SDK and the tools are imported with the cyclic collector held off, and what they made is frozen: the
+    # collections the imports triggered were a tenth of start-up. Serving, the collector is on again.
+    result = subprocess.run(
+        [sys.executable, "-c", WATCH_COLLECTOR],
+        env=child_env(TEAM_VAULT_URL="http://127.0.0.1:9", TEAM_VAULT_API_KEY="osync_t", TEAM_VAULT_PREFETCH="off"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    building = next(line for line in result.stderr.splitlines() if line.startswith("building:"))
+    frozen = int(building.split()[2].rstrip(","))
+    assert frozen > 10_000, building  # the SDK's modules, pydantic's models, the tool table
+    assert building.endswith("collector on True"), building
+
+
+def test_the_collector_is_held_off_only_while_importing_and_as_it_was_after() -> None:
+    from teamvault_mcp.cli import collector_held_off
+
+    try:
+        with pytest.raises(ImportError), collector_held_off():
+            assert not gc.isenabled()
+            raise ImportError("a failed import still gives the collector back")
+        assert gc.isenabled()
+        gc.disable()  # held off by someone else (a search's gc_paused, say): it stays so
+        with collector_held_off():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()  # this test process's objects go back to the collector
 
 
 def test_serve_takes_local_after_the_command(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import select
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,13 +29,15 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp.server.lowlevel import Server
+from mcp.shared.message import SessionMessage
 from support import seeding
 from support.children import ENTRY_POINTS, ROOT
 from support.env import child_env, env_for
 from support.waiting import GENEROUS, too_slow, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.server.lean import Stdin, serve_lean
+from teamvault_mcp.server.lean import MessageWriter, Stdin, Stdout, Unanswered, _json_line, serve_lean
+from teamvault_mcp.server.stdio import WritesOnlyWritable
 
 SERVER = ENTRY_POINTS["python -m teamvault_mcp"]
 HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
@@ -51,6 +54,18 @@ def call(request_id: Any, tool: str, arguments: dict[str, Any], meta: dict[str, 
     if meta is not None:
         params["_meta"] = meta
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def enveloped(request_id: Any, method: str, params: dict[str, Any] | None = None) -> str:
+    """A request in the 2026-07-28 per-request envelope (its ``_meta`` names the protocol version)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": HELLO["clientInfo"],
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": meta}}
+    )
 
 
 def lines_of(data: bytes) -> list[bytes]:
@@ -209,6 +224,8 @@ HOSTILE = [
     (call(15, "read_note", {"path": "a.md"}), 1),
     (call("16", "read_note", {"path": "missing.md"}), 1),
     (ping(17), 1),
+    (enveloped(18, "ping"), 1),  # the 2026-07-28 envelope on a connection opened with initialize: refused
+    (ping(19), 1),
 ]
 
 
@@ -230,6 +247,39 @@ def test_hostile_and_malformed_lines_get_the_stock_transports_exact_bytes(tmp_pa
     assert json.loads(lean[0][0]) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
     assert [json.loads(line)["id"] for line in lean[3]] == [3, 4]
     assert json.loads(lean[12][0])["result"]["isError"] is True  # the invalid UTF-8 became U+FFFD, as in stock
+
+
+OPENINGS = {
+    "a ping before initialize": [
+        (ping(1), 1),
+        (INITIALIZE.replace('"id": 1', '"id": 2'), 1),
+        (INITIALIZED, 0),
+        (ping(3), 1),
+    ],
+    "the 2026-07-28 era": [(enveloped(1, "tools/list"), 1), (enveloped(2, "ping"), 1), (INITIALIZE, 1), (ping(4), 1)],
+    "notifications first": [(INITIALIZED, 0)] * 10 + [(INITIALIZE, 1), (call(2, "read_note", {"path": "a.md"}), 1)],
+}
+
+
+@pytest.mark.parametrize("opening", OPENINGS)
+def test_however_a_connection_opens_it_is_answered_in_the_stock_transports_bytes(tmp_path: Path, opening: str) -> None:
+    """The lean transport serves a connection opened with initialize on the SDK's handshake loop itself (no
+    era-finding relay); any other opening goes to Server.run as under stock, and so do the bytes."""
+    outputs = []
+    for transport in ("lean", "stock"):
+        with LocalVault(tmp_path / f"vault-{transport}") as vault:
+            seeding.seed(vault, "a.md", "# A\n\nsome words\n")
+            child = Child(child_env(**env_for(vault, STDIO=transport, PREFETCH="off")))
+            child.masks.append((vault.project_id.encode(), b"<project>"))
+            try:
+                answers = [child.exchange(data, count) for data, count in OPENINGS[opening]]
+                code, out, stderr = child.close()
+            finally:
+                child.end()
+            assert code == 0, stderr
+            outputs.append((answers, out))
+    assert outputs[0] == outputs[1]
+    assert sum(len(answers) for answers in outputs[0][0]) == sum(count for _, count in OPENINGS[opening])
 
 
 def test_a_cancelled_call_gets_no_answer_in_the_same_bytes_as_stock(tmp_path: Path) -> None:
@@ -488,6 +538,52 @@ async def test_messages_are_read_and_written_without_a_thread() -> None:
     assert not started  # the stock transport starts threads for stdin and stdout ("AnyIO worker thread")
 
 
+@pytest.mark.anyio
+async def test_what_cannot_be_written_is_repaired_as_the_stock_guard_repairs_it() -> None:
+    """The lean writer serialises first and repairs only what the serialiser refuses: the bytes are the guard's."""
+    bad_text = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"tools": [{"name": "a\ud800"}]})
+    too_deep = types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"x": nested(400)})
+    deep_notice = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"x": nested(400)})
+    fine = types.JSONRPCResponse(jsonrpc="2.0", id=3, result={})
+    messages = (bad_text, too_deep, deep_notice, fine)
+
+    send, receive = anyio.create_memory_object_stream[SessionMessage](10)
+    guard = WritesOnlyWritable(send)
+    for message in messages:
+        await guard.send(SessionMessage(message))
+    await send.aclose()
+    async with receive:
+        guarded = b"".join([_json_line(item.message) async for item in receive])
+
+    read_fd, write_fd = os.pipe()
+    try:
+        unanswered = Unanswered()
+        for message in messages:
+            unanswered.read(message)  # as if the host had sent requests 1 to 3
+        writer = MessageWriter(Stdout(write_fd, on_broken=lambda: None), unanswered)
+        for message in messages:
+            await writer.send(SessionMessage(message))
+        os.close(write_fd)
+        write_fd = -1
+        with os.fdopen(read_fd, "rb") as wire:
+            read_fd = -1
+            written = wire.read()
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+    assert written == guarded
+    assert [json.loads(line)["id"] for line in written.splitlines()] == [1, 2, 3]  # the notice was dropped
+    assert not unanswered._ids  # each request's id was settled by what was written for it, the repaired one too
+
+
+def nested(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 def test_stdin_is_split_into_lines_as_the_stock_text_wrapper_splits_it() -> None:
     rng = random.Random(19)
     pieces = [b"{}\n", b"a\r\n", b"b\rc\n", b"\r", b"\n", b"caf\xc3\xa9", b"\xff\xfe", b"\xe2\x82", b"\xac\n", b"end"]
@@ -495,6 +591,51 @@ def test_stdin_is_split_into_lines_as_the_stock_text_wrapper_splits_it() -> None
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         expected = list(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace"))
         assert read_all_lines(data, rng) == expected, data
+
+
+def test_stdin_reads_ahead_a_bounded_amount_and_lets_go_of_the_descriptor_when_closed() -> None:
+    """Once a read has waited, stdin is read as data comes, but never more than READ_SIZE of whole lines held
+    (a host that floods it meets a full pipe, as with the stock transport); after close(), nothing is read."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    line = b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"pad": "' + b"x" * 60 + b'"}}\n'
+
+    async def main() -> tuple[int, list[str], int]:
+        stdin = Stdin(read_fd)
+        async with anyio.create_task_group() as group:
+            first: list[str | None] = []
+
+            async def read_one() -> None:
+                first.append(await stdin.readline())
+
+            group.start_soon(read_one)
+            await anyio.sleep(0)  # it waits: the descriptor is watched from now on
+            os.write(write_fd, line)
+        assert first == [line.decode()]
+        written = stuck = 0
+        while written < 1 << 20 and stuck < 200:  # nobody reads lines now: only the watch takes from the pipe
+            try:
+                written += os.write(write_fd, line)
+                stuck = 0
+            except BlockingIOError:
+                stuck += 1
+            await anyio.sleep(0)
+        lines = [await stdin.readline() for _ in range(written // len(line))]
+        stdin.close()
+        os.write(write_fd, line)
+        for _ in range(20):
+            await anyio.sleep(0)
+        left = int.from_bytes(fcntl.ioctl(read_fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+        return written, [item for item in lines if item is not None], left
+
+    try:
+        written, lines, left = anyio.run(main)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert written < 1 << 20, "the watch read the whole flood into memory"
+    assert lines == [line.decode()] * (written // len(line))  # every line written came, whole and in order
+    assert left == len(line)  # closed: the last line stayed in the pipe
 
 
 def read_all_lines(data: bytes, rng: random.Random) -> list[str]:

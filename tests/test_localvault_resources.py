@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import resource
+import sqlite3
 from pathlib import Path
 
 import pytest
 import requests
 
 from teamvault_mcp.localvault import Fault, LocalVault
+from teamvault_mcp.localvault.store import Store
 
 
 def open_descriptors() -> int:
@@ -44,3 +46,16 @@ def test_a_hang_works_on_descriptors_above_1023(tmp_path: Path) -> None:
     finally:
         for descriptor in spare:
             os.close(descriptor)
+
+
+def test_closing_the_store_never_closes_a_connection_a_request_is_still_using(tmp_path: Path) -> None:
+    """The vault stops while a request thread may still be inside SQLite (its threads are not joined): closing
+    that thread's connection under it crashed the process. It is closed when the request gives it back."""
+    store = Store(tmp_path / "data")
+    with store.read() as db:
+        store.close()  # as LocalVault.stop() does while this request runs
+        assert db.execute("SELECT 1").fetchone() == (1,)
+    with pytest.raises(sqlite3.ProgrammingError):  # given back, and closed then
+        db.execute("SELECT 1")
+    with pytest.raises(sqlite3.OperationalError, match="the vault is closed"), store.read():
+        pass

@@ -244,6 +244,7 @@ class Store:
         self._all: list[sqlite3.Connection] = []
         self._opening = 0  # connections being opened, counted against DATABASE_POOL
         self._all_lock = threading.Lock()
+        self._closed = False
         with self.read() as db:
             db.executescript(SCHEMA)
         self._migrate()
@@ -269,7 +270,12 @@ class Store:
         try:
             yield db
         finally:
-            self._idle.put(db)
+            with self._all_lock:
+                closed = self._closed
+                if not closed:
+                    self._idle.put(db)
+            if closed:  # closed meanwhile: this connection's request was the last to use it
+                db.close()
 
     def _take_connection(self) -> sqlite3.Connection:
         try:
@@ -277,6 +283,8 @@ class Store:
         except queue.Empty:
             pass
         with self._all_lock:
+            if self._closed:
+                raise sqlite3.OperationalError("the vault is closed")
             may_open = len(self._all) + self._opening < DATABASE_POOL
             if may_open:
                 self._opening += 1
@@ -322,11 +330,21 @@ class Store:
             return len(self._all)
 
     def close(self) -> None:
+        """Close the idle connections now, and each one in use when its request gives it back.
+
+        A request thread may still be inside SQLite on its connection (the HTTP server's threads
+        are not joined): closing that connection under it crashed the process.
+        """
         with self._all_lock:
-            for db in self._all:
-                with contextlib.suppress(sqlite3.Error):
-                    db.close()
+            self._closed = True
+            idle = []
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    idle.append(self._idle.get_nowait())
             self._all.clear()
+        for db in idle:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
 
     # -- blobs -----------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ those not started yet, so a burst piped in (``… | teamvault-mcp``) lost answer
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import io
 import logging
@@ -35,11 +36,13 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp.server.runner import serve_loop
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
+from pydantic_core import PydanticSerializationError
 
-from teamvault_mcp.server.stdio import WritesOnlyWritable, second_reading
+from teamvault_mcp.server.stdio import repaired, second_reading
 from teamvault_mcp.text.wire import valid_unicode
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,9 @@ READ_SIZE = 65536
 
 #: Bytes written at a time to a pipe, socket or terminal that poll() finds writable: what it then takes whole.
 WRITE_SIZE = select.PIPE_BUF
+
+#: Messages kept that came before the host's first request (``Server.run`` keeps as many; the rest are dropped).
+PRE_REQUEST_LIMIT = 8
 
 
 def on_a_terminal() -> bool:
@@ -80,13 +86,25 @@ async def serve_lean(
     """
     with claimed_stdio() if wire is None else _given(wire) as (read_fd, write_fd):
         unanswered = Unanswered()
+        stdin = Stdin(read_fd)
         with anyio.CancelScope() as scope:
             stdout = Stdout(write_fd, on_broken=scope.cancel)
-            writes = WritesOnlyWritable(MessageWriter(stdout, unanswered))
-            reads = MessageReader(Stdin(read_fd), writes, unanswered, drain_limit)
+            writes = MessageWriter(stdout, unanswered)
+            reads = MessageReader(stdin, writes, unanswered, drain_limit)
             if on_start is not None:
                 on_start(scope)
-            await server.run(reads, writes, options)
+            try:
+                if await reads.opens_with_initialize():
+                    # The handshake era, the only one a stdio host speaks today: the SDK's loop for it. Server.run
+                    # would put a task between this read stream and the dispatcher, to find the era from the first
+                    # request: one more task switch and memory stream per message, for an answer already known.
+                    reads.refuse_envelopes = True
+                    async with server.lifespan(server) as lifespan_state:
+                        await serve_loop(server, reads, writes, lifespan_state=lifespan_state, init_options=options)
+                else:
+                    await server.run(reads, writes, options)  # the SDK finds the era (the 2026-07-28 one, say)
+            finally:
+                stdin.close()
         if on_end is not None:
             on_end()
 
@@ -141,7 +159,12 @@ def _point(fd: int, path: str, flags: int) -> None:
 
 
 class Stdin:
-    """Lines from the read end of the wire, decoded as the stock transport's text wrapper decodes them."""
+    """Lines from the read end of the wire, decoded as the stock transport's text wrapper decodes them.
+
+    Once a read has had to wait, the loop goes on watching the descriptor and takes what comes
+    as it comes, until :data:`READ_SIZE` characters of whole lines are held: registering and
+    unregistering it for every message cost two ``epoll_ctl`` calls and a ``poll`` each.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -150,44 +173,78 @@ class Stdin:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._decoder = io.IncrementalNewlineDecoder(decoder, translate=True)  # \r\n and \r end lines too
         self._lines: deque[str] = deque()
+        self._held = 0  # characters in _lines
         self._partial: list[str] = []
         self._ended = False
+        self._watching: asyncio.AbstractEventLoop | None = None  # the loop watching the descriptor, if one is
+        self._waiter: asyncio.Future[None] | None = None
 
     async def readline(self) -> str | None:
         """The next line with its newline (the last one may have none); None at the end of input."""
         while not self._lines:
             if self._ended:
                 return None
-            self._take(await self._read())
-        return self._lines.popleft()
+            await self._more()
+        line = self._lines.popleft()
+        self._held -= len(line)
+        return line
 
-    async def _read(self) -> bytes:
-        while True:
+    def close(self) -> None:
+        """Stop watching the descriptor (it outlives serving: it is the host's stdin again)."""
+        if self._watching is not None:
+            with suppress(RuntimeError):  # the loop has closed
+                self._watching.remove_reader(self._fd)
+            self._watching = None
+
+    async def _more(self) -> None:
+        """Until more was read: a line, or the end of input."""
+        if self._watching is None:
             # poll() finds a regular file or /dev/null always ready; the loop's epoll would refuse them.
-            if not self._poll.poll(0):
-                await anyio.wait_readable(self._fd)
-            try:
-                return os.read(self._fd, READ_SIZE)
-            except BlockingIOError:  # O_NONBLOCK, set by a process we share the descriptor with
-                continue
-            except OSError as error:  # a terminal that hung up, say: the input has ended
-                log.warning("reading stdin failed (%s); treating it as the end of input", error)
-                return b""
+            if self._poll.poll(0):
+                self._take()
+                return
+            self._watching = asyncio.get_running_loop()
+            self._watching.add_reader(self._fd, self._readable)
+        waiter = self._waiter = self._watching.create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
 
-    def _take(self, chunk: bytes) -> None:
+    def _readable(self) -> None:
+        """The loop's callback while it watches the descriptor."""
+        if self._poll.poll(0):  # else a process we share it with took what there was
+            self._take()
+        if self._ended or self._held >= READ_SIZE:  # enough held: watched again when a read has to wait
+            self.close()
+        if (self._lines or self._ended) and self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _take(self) -> None:
+        """Read what is there (the descriptor is ready) and split it into lines."""
+        try:
+            chunk = os.read(self._fd, READ_SIZE)
+        except BlockingIOError:  # O_NONBLOCK, set by a process we share the descriptor with: nothing now
+            return
+        except OSError as error:  # a terminal that hung up, say: the input has ended
+            log.warning("reading stdin failed (%s); treating it as the end of input", error)
+            chunk = b""
         text = self._decoder.decode(chunk, final=not chunk)
         self._ended = not chunk
         pieces = text.split("\n")
+        lines = []
         if len(pieces) > 1:
             self._partial.append(pieces[0])
-            self._lines.append("".join(self._partial) + "\n")
-            self._lines.extend(piece + "\n" for piece in pieces[1:-1])
+            lines.append("".join(self._partial) + "\n")
+            lines.extend(piece + "\n" for piece in pieces[1:-1])
             self._partial = []
         if pieces[-1]:
             self._partial.append(pieces[-1])
         if self._ended and self._partial:
-            self._lines.append("".join(self._partial))
+            lines.append("".join(self._partial))
             self._partial = []
+        self._lines.extend(lines)
+        self._held += sum(map(len, lines))
 
 
 class Stdout:
@@ -288,24 +345,76 @@ class Unanswered:
             log.warning("the end of input came %.0f s ago; %d requests are still unanswered", limit, len(self._ids))
 
 
+def _enveloped(request: types.JSONRPCRequest) -> bool:
+    """Whether a request other than ``initialize`` comes in the 2026-07-28 envelope (its ``_meta`` names the
+    protocol version): the SDK's own test for a request of the other era."""
+    meta = (request.params or {}).get("_meta")
+    return request.method != "initialize" and isinstance(meta, dict) and types.PROTOCOL_VERSION_META_KEY in meta
+
+
+def _envelope_refused(request_id: Any) -> types.JSONRPCError:
+    """What ``Server.run`` answers to an enveloped request on a connection that opened with ``initialize``."""
+    message = (
+        "this connection serves the handshake protocol era; requests carrying the 2026-07-28 envelope are not "
+        "accepted on it"
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
+    )
+
+
 def _key(request_id: Any) -> Any:
     return coerce_request_id(valid_unicode(request_id) if isinstance(request_id, str) else request_id)
 
 
 class MessageReader:
-    """The read stream ``Server.run`` consumes: one message per line, as the stock transport reads them.
+    """The read stream the SDK consumes: one message per line, as the stock transport reads them.
 
     A line the SDK's parser refuses is read again or answered under its id (``second_reading``),
     a blank line skipped. At the end of input it ends only once the requests read are answered.
     """
 
-    def __init__(self, stdin: Stdin, writes: WritesOnlyWritable, unanswered: Unanswered, drain_limit: float) -> None:
+    def __init__(self, stdin: Stdin, writes: MessageWriter, unanswered: Unanswered, drain_limit: float) -> None:
         self._stdin = stdin
         self._writes = writes
         self._unanswered = unanswered
         self._drain_limit = drain_limit
+        self._ahead: deque[SessionMessage] = deque()  # read to find the era, handed out first
+        #: Serving the handshake era alone: a request in the 2026-07-28 envelope is refused here, as ``Server.run``
+        #: refuses it on a connection that opened with ``initialize``.
+        self.refuse_envelopes = False
+
+    async def opens_with_initialize(self) -> bool:
+        """Read up to the host's first request; whether it is ``initialize`` (the handshake era).
+
+        What was read is handed out again first; of what came before the first request, at
+        most :data:`PRE_REQUEST_LIMIT` messages are kept, as ``Server.run`` keeps them.
+        """
+        while True:
+            try:
+                item = await self._read()
+            except anyio.EndOfStream:
+                return False
+            if isinstance(item.message, types.JSONRPCRequest):
+                self._ahead.append(item)
+                return item.message.method == "initialize"
+            if len(self._ahead) < PRE_REQUEST_LIMIT:
+                self._ahead.append(item)
+            else:
+                log.debug("dropped a message received before the first request: %r", item.message)
 
     async def receive(self) -> SessionMessage:
+        if self._ahead:
+            return self._ahead.popleft()
+        while True:
+            item = await self._read()
+            message = item.message
+            if self.refuse_envelopes and isinstance(message, types.JSONRPCRequest) and _enveloped(message):
+                await self._writes.send(SessionMessage(_envelope_refused(message.id)))
+                continue
+            return item
+
+    async def _read(self) -> SessionMessage:
         while True:
             line = await self._stdin.readline()
             if line is None:
@@ -344,7 +453,12 @@ class MessageReader:
 
 
 class MessageWriter:
-    """The write stream: each message serialised as the stock transport does, and written whole."""
+    """The write stream: each message serialised as the stock transport does, and written whole.
+
+    What cannot be written as JSON (a lone surrogate, nesting deeper than pydantic writes) is
+    repaired as the stock transport's guard repairs it (``stdio.repaired``), but only once
+    the serialiser has refused it: no walk over every message before it is written.
+    """
 
     def __init__(self, stdout: Stdout, unanswered: Unanswered) -> None:
         self._stdout = stdout
@@ -355,8 +469,13 @@ class MessageWriter:
         if self._closed:
             raise anyio.ClosedResourceError
         message = item.message
-        # What model_dump_json returns, as bytes: the stock transport's exact output, without a decode and encode.
-        data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True) + b"\n"
+        try:
+            data = _json_line(message)
+        except PydanticSerializationError:
+            message = repaired(message)
+            if message is None:  # a notification or a request of ours that cannot be written: dropped
+                return
+            data = _json_line(message)
         try:
             await self._stdout.write(data)
         finally:  # written, or never to be: either way nothing more will come for its id
@@ -370,3 +489,9 @@ class MessageWriter:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _json_line(message: Any) -> bytes:
+    """What ``model_dump_json`` returns, as bytes: the stock transport's exact output, without a decode and encode."""
+    data: bytes = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
+    return data + b"\n"

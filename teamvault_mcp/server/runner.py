@@ -103,7 +103,7 @@ class ToolRunner:
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
         self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
-        self._tools: tuple[int, dict[str, Tool]] = (-1, {})
+        self._tools: tuple[int, dict[str, Tool], ToolSet] = (-1, {}, ToolSet(frozenset()))
         self._pool: HttpPool | None = None  # made by the first call (it loads `requests`), or taken from `ahead`
         self._ahead = ahead
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
@@ -123,7 +123,7 @@ class ToolRunner:
             else None
         )
         self.audit = AuditLog(config.audit_log, user=audit_user) if config.audit_log is not None else None
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None  # made by the first call
         self._threads = CallThreads()
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
@@ -132,21 +132,24 @@ class ToolRunner:
     @property
     def tools(self) -> dict[str, Tool]:
         """The tools by name: the fixed ones, and one for each schema loaded now."""
-        generation = self.schemas.generation if self.schemas is not None else 0
-        cached_generation, tools = self._tools
-        if cached_generation != generation:
-            schemas = self.schemas.current.schemas if self.schemas is not None else None
-            chosen = tools_for(
-                self.config.read_only, schemas, named=self.config.tools_named, dropped=self.config.tools_dropped
-            )
-            tools = {tool.name: tool for tool in chosen}
-            self._tools = (generation, tools)
-        return tools
+        return self._current_tools()[1]
 
     def tool_set(self) -> ToolSet:
         """The tools registered now, and the settings their descriptions and results depend on."""
-        config = self.config
-        return ToolSet(frozenset(self.tools), config.max_read_chars, config.single_project)
+        return self._current_tools()[2]
+
+    def _current_tools(self) -> tuple[int, dict[str, Tool], ToolSet]:
+        """The tools of the schemas' current generation, made again only when it changes (not for each call)."""
+        generation = self.schemas.generation if self.schemas is not None else 0
+        current = self._tools
+        if current[0] != generation:
+            schemas = self.schemas.current.schemas if self.schemas is not None else None
+            config = self.config
+            chosen = tools_for(config.read_only, schemas, named=config.tools_named, dropped=config.tools_dropped)
+            tools = {tool.name: tool for tool in chosen}
+            current = (generation, tools, ToolSet(frozenset(tools), config.max_read_chars, config.single_project))
+            self._tools = current
+        return current
 
     def http_pool(self) -> HttpPool:
         """The keep-alive connections to the server, shared by all calls of this runner."""
@@ -272,14 +275,12 @@ class ToolRunner:
         """
         return self._deliverable(name, await self._call(name, arguments, report))
 
-    async def _call(
-        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None
-    ) -> types.CallToolResult:
+    async def _call(self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None) -> ToolOutput:
         budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
         await self.schemas_ready()
         tool = self.tools.get(name)
         if tool is None:
-            return _error_result(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
+            return ToolOutput(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.", is_error=True)
         try:
             _check_nesting(arguments or {})
             args = tool.check_arguments(arguments)
@@ -288,25 +289,25 @@ class ToolRunner:
             refused = failure(error, write_sent=False)
             if tool.writes:
                 self._audit(tool, arguments or {}, refused)
-            return _error_result(refused.text)
+            return ToolOutput(refused.text, is_error=True)
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
-        output = await self._in_worker(lambda: self._execute(tool, args, budget, token, progress), token)
+        output: ToolOutput | Failure = await self._in_worker(
+            lambda: self._execute(tool, args, budget, token, progress), token
+        )
         if isinstance(output, Failure):
-            return _error_result(output.text)
-        content: list[types.ContentBlock] = [
-            types.TextContent(type="text", text=text) for text in (output.text, *output.more_text)
-        ]
-        return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
+            return ToolOutput(output.text, is_error=True)
+        return output
 
-    def _deliverable(self, name: str, result: types.CallToolResult) -> types.CallToolResult:
-        """``result`` without the API key or lone surrogates; a tool error if it nests too deeply to send."""
-        structured = result.structured_content
+    def _deliverable(self, name: str, output: ToolOutput) -> types.CallToolResult:
+        """The result to send: without the API key or lone surrogates; a tool error if it nests too deeply to send."""
+        structured = output.structured
         if structured is not None and nesting_depth(structured, MAX_RESULT_DEPTH) > MAX_RESULT_DEPTH:
             log.warning("the result of %s nests more than %d levels deep; not sent", name, MAX_RESULT_DEPTH)
-            result = _error_result(
+            output = ToolOutput(
                 f"The result of {name} nests arrays and objects more than {MAX_RESULT_DEPTH} levels deep, deeper "
-                "than this server sends. Nothing of it was sent; read the note's text with read_note instead."
+                "than this server sends. Nothing of it was sent; read the note's text with read_note instead.",
+                is_error=True,
             )
             structured = None
 
@@ -314,13 +315,12 @@ class ToolRunner:
             return valid_unicode(self._redactor.text(text))
 
         content: list[types.ContentBlock] = [
-            block.model_copy(update={"text": safe(block.text)}) if isinstance(block, types.TextContent) else block
-            for block in result.content
+            types.TextContent(type="text", text=safe(text)) for text in (output.text, *output.more_text)
         ]
         return types.CallToolResult(
             content=content,
             structured_content=map_strings(structured, safe) if structured is not None else None,
-            is_error=result.is_error,
+            is_error=output.is_error,
         )
 
     def _check_write_scope(self, tool: Tool, args: dict[str, Any]) -> None:
@@ -428,23 +428,16 @@ class ToolRunner:
     async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
         """Run ``work`` in a call thread; if this task is cancelled meanwhile, cancel ``token`` at once.
 
-        The thread is not abandoned: the limiter slot and this task both last exactly as
-        long as the work does, which after a cancel is a few milliseconds. (The await is
-        cancellable, so the cancel reaches the token without a watcher task per call.)
+        The thread is not abandoned: the slot and this task both last exactly as long as the
+        work does, which after a cancel is a few milliseconds. (Waiting for a slot and for the
+        work is cancellable, so the cancel reaches the token without a watcher task per call.)
         """
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
-        async with self._limiter:  # waiting here is cancellable: a queued call never starts
-            loop = asyncio.get_running_loop()
-            done: asyncio.Future[Any] = loop.create_future()
-            self._threads.run(work, loop, done)
-            try:
-                return await asyncio.shield(done)  # a cancel stops the wait, not the work
-            except anyio.get_cancelled_exc_class():
-                token.cancel()
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait({done}, timeout=CANCEL_GRACE)
-                raise
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots[0] is not loop:
+            # asyncio's semaphore takes a free slot without a turn of the loop (anyio's limiter takes one).
+            self._slots = (loop, asyncio.Semaphore(MAX_CONCURRENT_CALLS))
+        async with self._slots[1]:  # waiting here is cancellable: a queued call never starts
+            return await self._threads.run(work, on_cancel=token.cancel, grace=CANCEL_GRACE)
 
 
 def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:
@@ -478,11 +471,6 @@ def _progress_reporter(report: ReportProgress, token: CancelToken) -> Progress:
             anyio.from_thread.run(send, done, total, message, token=loop)
 
     return progress
-
-
-def _error_result(text: str) -> types.CallToolResult:
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
-    return types.CallToolResult(content=content, is_error=True)
 
 
 def _check_nesting(arguments: dict[str, Any]) -> None:

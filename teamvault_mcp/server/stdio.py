@@ -215,10 +215,10 @@ class WritesOnlyWritable:
 
     async def send(self, item: SessionMessage) -> None:
         if not writable(item.message):
-            repaired = _repaired(item.message)
-            if repaired is None:
+            fixed = repaired(item.message)
+            if fixed is None:
                 return
-            item = SessionMessage(repaired, metadata=item.metadata)
+            item = SessionMessage(fixed, metadata=item.metadata)
         await self._inner.send(item)
 
     async def aclose(self) -> None:
@@ -258,7 +258,7 @@ def writable(message: Any) -> bool:
     return True
 
 
-def _repaired(message: Any) -> Any:
+def repaired(message: Any) -> Any:
     """``message`` with valid Unicode; an error under its id (None: nothing to send) when that is not enough."""
     try:
         data = message.model_dump(mode="json", by_alias=True, exclude_unset=True)

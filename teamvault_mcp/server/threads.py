@@ -13,8 +13,24 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
+import anyio
+
 #: Seconds a call thread waits for the next call before it ends.
 THREAD_IDLE_LIMIT = 10.0
+
+
+class _Job:
+    """One call handed to a thread: ``done`` gets its outcome unless the awaiting task was cancelled
+    meanwhile; ``ended`` (made only then) is set once the work has returned anyway."""
+
+    __slots__ = ("done", "ended", "loop", "returned", "work")
+
+    def __init__(self, work: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+        self.work = work
+        self.loop = loop
+        self.done: asyncio.Future[Any] = loop.create_future()
+        self.returned = False  # read and written on the loop's thread only
+        self.ended: asyncio.Future[None] | None = None
 
 
 class CallThreads:
@@ -22,27 +38,33 @@ class CallThreads:
 
     anyio's ``to_thread`` costs about twice as much per call (its limiter, cancel scope and
     context copy); a thread idle for :data:`THREAD_IDLE_LIMIT` seconds ends, as anyio's do.
-    The result (or exception) of ``work`` is set on ``done`` from the event loop's thread.
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]] | None]
-        self._jobs = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job and not yet promised one
         self._threads = 0
 
-    def run(self, work: Callable[[], Any], loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any]) -> None:
-        """Start ``work`` in an idle thread, or in a new one when none is idle."""
-        with self._lock:
-            start = self._idle == 0
-            if start:
-                self._threads += 1
-            else:
-                self._idle -= 1
-        self._jobs.put((work, loop, done))
-        if start:
-            threading.Thread(target=self._serve, name="teamvault-mcp call", daemon=True).start()
+    async def run(self, work: Callable[[], Any], *, on_cancel: Callable[[], None], grace: float) -> Any:
+        """``work()`` in an idle thread (a new one when none is idle), awaited.
+
+        If the awaiting task is cancelled meanwhile, ``on_cancel()`` is called at once (it
+        should make the work stop) and the work is waited for, up to ``grace`` seconds,
+        before the cancel goes on: the caller's slot lasts exactly as long as the work. (The
+        future is awaited directly, not through ``asyncio.shield``: one loop turn less per call.)
+        """
+        job = _Job(work, asyncio.get_running_loop())
+        self._start(job)
+        try:
+            return await job.done
+        except asyncio.CancelledError:
+            on_cancel()
+            if not job.returned:
+                job.ended = job.loop.create_future()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait({job.ended}, timeout=grace)
+            raise
 
     def close(self) -> None:
         """End every thread once its call (if any) has ended."""
@@ -50,6 +72,17 @@ class CallThreads:
             threads = self._threads
         for _ in range(threads):
             self._jobs.put(None)
+
+    def _start(self, job: _Job) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if start:
+                self._threads += 1
+            else:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name="teamvault-mcp call", daemon=True).start()
 
     def _serve(self) -> None:
         while True:
@@ -64,21 +97,22 @@ class CallThreads:
                 return
             if job is None:
                 return
-            work, loop, done = job
             try:
-                outcome: tuple[Any, BaseException | None] = (work(), None)
+                outcome: tuple[Any, BaseException | None] = (job.work(), None)
             except BaseException as error:  # handed to the awaiting task, which raises it there
                 outcome = (None, error)
             with self._lock:
                 self._idle += 1
             with suppress(RuntimeError):  # the loop has closed: nobody waits any more
-                loop.call_soon_threadsafe(_settle, done, *outcome)
+                job.loop.call_soon_threadsafe(_settle, job, *outcome)
 
 
-def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if done.cancelled():
-        return
-    if error is not None:
-        done.set_exception(error)
+def _settle(job: _Job, result: Any, error: BaseException | None) -> None:
+    job.returned = True
+    if job.done.cancelled():
+        if job.ended is not None:
+            job.ended.set_result(None)
+    elif error is not None:
+        job.done.set_exception(error)
     else:
-        done.set_result(result)
+        job.done.set_result(result)

@@ -10,6 +10,7 @@ filter for log lines. It replaces the key as sent and its URL-encoded spellings.
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from urllib.parse import quote, quote_plus
 
 #: What stands in for the key.
@@ -20,6 +21,7 @@ HIDDEN = "***"
 MIN_KEY_CHARS = 8
 
 
+@lru_cache(maxsize=64)  # every call's client makes a Redactor: the same few keys, worked out once
 def key_spellings(key: str) -> tuple[str, ...]:
     """The key as sent, upper- and lower-cased, and each of those URL-encoded (``%2F`` and ``%2f``, ``+`` for
     a space); longest first. (A search ignoring case would cost a hundred times more on a long note.)"""

@@ -14,6 +14,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import (
@@ -188,7 +189,7 @@ class Note:
     file: VaultFile
     data: bytes
 
-    @property
+    @cached_property  # a handler may ask several times: decoded once
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
 
@@ -199,7 +200,7 @@ class Note:
         except UnicodeDecodeError:
             raise EditFailedError(f"{self.path} is not valid UTF-8 text; {what} cannot be changed safely.") from None
 
-    @property
+    @cached_property  # hashed once (read_note shows it twice; a long note's hash is not free)
     def content_hash(self) -> str:
         """The SHA-256 of exactly the bytes read: what ``expectedHash`` compares against."""
         return sha256_hex(self.data)

@@ -117,14 +117,19 @@ class TeamVaultClient:
         self._pool = pool if pool is not None else HttpPool(base_url)
         self._http = HttpSession(token, self._pool)
         self._redactor = Redactor(api_key)
-        self.idempotency_key = str(uuid.uuid4())
-        #: Every key this call's writes used: one per distinct write request (a rebased edit is a new one).
-        self.idempotency_keys = [self.idempotency_key]
+        self._idempotency_key: str | None = None  # made when a write first needs it: a read never does
         #: Whether the last write's answer was a replay of an earlier attempt's (``Idempotent-Replayed``).
         self.replayed = False
         #: Whether the last write's answer says the server checked its ``If-Match`` atomically.
         self.conditional = False
         self._write_attempts = [0]  # shared with forks: one count for the whole call
+
+    @property
+    def idempotency_key(self) -> str:
+        """The key of this call's current write request: its retries send the same one."""
+        if self._idempotency_key is None:
+            self._idempotency_key = str(uuid.uuid4())
+        return self._idempotency_key
 
     @property
     def write_attempts(self) -> int:
@@ -142,7 +147,7 @@ class TeamVaultClient:
             policy=self._policy,
             pool=self._pool,
         )
-        twin.idempotency_key = self.idempotency_key
+        twin._idempotency_key = self.idempotency_key
         twin._write_attempts = self._write_attempts
         return twin
 
@@ -152,8 +157,7 @@ class TeamVaultClient:
         Retries of one request share its key, so the server applies it once; a second,
         different request under the same key would be refused as a key mismatch.
         """
-        self.idempotency_key = str(uuid.uuid4())
-        self.idempotency_keys.append(self.idempotency_key)
+        self._idempotency_key = str(uuid.uuid4())
 
     def pause(self, seconds: float) -> None:
         """Wait ``seconds`` on the call's clock (never past its budget); :class:`CallCancelledError` on a cancel."""
