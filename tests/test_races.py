@@ -16,12 +16,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
+from teamvault_mcp.tools.versions import to_keep
 
 AGENTS = 16
 ROUNDS = 40
@@ -251,3 +253,30 @@ def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyo
     assert set(lines[1:]) == {f"- entry {n}" for n in range(RECIPE_AGENTS)}
     if vault.state.conditional_writes:
         assert len(lines[1:]) == RECIPE_AGENTS  # exactly once each: a losing attempt never wrote anything
+
+
+def test_in_a_storm_the_version_kept_is_chosen_among_all_that_came_between() -> None:
+    """Ten versions between our read and our write: the one to keep is the newest holding what came before it,
+    even in the middle of the storm (only comparing the first and the newest seven lost its line)."""
+    base = b"# Log\n"
+    texts = [base + b"- a\n", base + b"- a\n- y\n"]  # y wrote on top of a: it finished, its line must stay
+    texts += [base + f"- loser {n}\n".encode() for n in range(8)]  # writers who read the base, each over the rest
+    between = tuple({"id": f"v{n}"} for n in range(len(texts)))
+    client = SimpleNamespace(download_version=lambda project, file_id, version_id: texts[int(version_id[1:])])
+    kept, data = to_keep(
+        cast(Any, SimpleNamespace(client=client)), "p1", cast(Any, SimpleNamespace(id="f1")), base, between
+    )
+    assert (kept["id"], data) == ("v1", base + b"- a\n- y\n")
+
+
+def test_two_finished_writers_on_top_of_different_texts_are_both_kept() -> None:
+    """After our read: a writer appended l1 and finished; one who read before it wrote l2 over it; a third read
+    that and appended f, and finished too. No single version holds both finished lines: both are kept."""
+    base = b"# Log\n"
+    texts = [base + b"- l1\n", base + b"- l2\n", base + b"- l2\n- f\n"]
+    between = tuple({"id": f"v{n}"} for n in range(len(texts)))
+    client = SimpleNamespace(download_version=lambda project, file_id, version_id: texts[int(version_id[1:])])
+    _, data = to_keep(
+        cast(Any, SimpleNamespace(client=client)), "p1", cast(Any, SimpleNamespace(id="f1")), base, between
+    )
+    assert sorted(data.decode().splitlines()) == sorted(["# Log", "- l1", "- l2", "- f"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, short_hash
-from teamvault_mcp.text.merge import newest_consistent
+from teamvault_mcp.text.merge import merge3, newest_consistent, only_adds
 from teamvault_mcp.tools.context import ToolContext
 
 if TYPE_CHECKING:
@@ -57,18 +57,21 @@ def check_history(
     return HistoryCheck(ours=ordered[mine], between=between)
 
 
-#: At most this many colleagues' versions (the first and the newest) are compared to choose the one to keep.
-MAX_COMPARED = 8
+#: At most this many colleagues' versions (the first and the newest) are compared to choose the one to keep. A
+#: storm of 16 agents writing one note at once put up to 55 versions between one agent's read and its write; with
+#: 8, the version passed over could be the only one holding the line of a writer that had already finished.
+MAX_COMPARED = 64
 
 
 def to_keep(
     ctx: ToolContext, project_id: str, file: VaultFile, built_on: bytes | None, between: tuple[dict[str, Any], ...]
 ) -> tuple[dict[str, Any], bytes]:
-    """The colleague's version whose text must survive our write, and its bytes.
+    """The colleague's version whose text must survive our write, and the text to keep.
 
     Usually the one we replaced. When several landed since our read (a storm of writers),
     the newest that holds what the earlier ones added: a version written over the others
-    by a writer who lost the race too is passed over, lest its lines come back.
+    by a writer who lost the race too is passed over, lest its lines come back; the lines
+    added by any other version written on top of the one before it are kept with it.
     """
     # The first one after our read is always among them: when none later holds all of it, it is the one.
     candidates = [between[0], *between[1:][-(MAX_COMPARED - 1) :]]
@@ -77,7 +80,28 @@ def to_keep(
         return first, ctx.client.download_version(project_id, file.id, str(first["id"]))
     texts = [ctx.client.download_version(project_id, file.id, str(version["id"])) for version in candidates]
     keep = newest_consistent(_text(built_on), [_text(data) for data in texts])
-    return candidates[keep], texts[keep]
+    return candidates[keep], _with_every_finished(built_on, texts, keep)
+
+
+def _with_every_finished(built_on: bytes, texts: list[bytes], keep: int) -> bytes:
+    """The kept version's text with the lines added by every other version that only added to the one before it.
+
+    Such a version's writer may have finished (nobody came between its read and its write), so nobody else
+    will bring its lines back; a version written over the one before it is a writer who lost the race, and
+    who makes its change again itself. (Two finished writers, each on top of another text, are both kept:
+    choosing one version alone lost the other's line in about one storm of 16 appenders in eight.) Lines are
+    only added, each once; a note too long to merge is kept as the chosen version has it.
+    """
+    base = _text(built_on)
+    kept = _text(texts[keep])
+    for index, data in enumerate(texts):
+        text = _text(data)
+        if index == keep or not only_adds(base if index == 0 else _text(texts[index - 1]), text):
+            continue  # the kept one, or one written over the text before it
+        merged = merge3(base, kept, text, additive=True)
+        if merged is not None:
+            kept = merged
+    return kept.encode("utf-8")
 
 
 def version_with(ctx: ToolContext, project_id: str, file: VaultFile, content_hash: str) -> dict[str, Any] | None:
