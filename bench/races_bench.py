@@ -12,7 +12,7 @@ version history after each write) and then with them (If-Match, 412). Scenarios:
 ``--package DIR`` runs the agents on the ``teamvault_mcp`` package under DIR, for example the one
 before issue 13 (``git archive 72a7c79 teamvault_mcp | tar -x -C /tmp/before``), against the same vault.
 
-    .venv/bin/python bench/races_bench.py [--trials 5] [--package DIR]
+    .venv/bin/python bench/races_bench.py [--trials 5] [--package DIR] [--appenders-only]
 """
 
 from __future__ import annotations
@@ -213,6 +213,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--package", help="a directory holding the teamvault_mcp package to run the agents on")
+    parser.add_argument(
+        "--appenders-only",
+        action="store_true",
+        help="scenario 1 alone, without conditional writes, a result line per trial (rare losses need many trials)",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory, LocalVault(Path(directory) / "vault") as vault:
         env = {
@@ -241,6 +246,11 @@ def main() -> None:
         print(f"agents: {AGENTS} processes on {options.package or 'this checkout'}")
         trials = options.trials
         try:
+            if options.appenders_only:
+                vault.state.conditional_writes = False
+                for trial in range(trials):
+                    print(f"  trial {trial + 1}: {appenders(vault, agents, 1)}", flush=True)
+                return
             for conditional in (False, True):
                 vault.state.conditional_writes = conditional
                 kind = (
