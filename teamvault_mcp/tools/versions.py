@@ -89,8 +89,8 @@ def _with_every_finished(built_on: bytes, texts: list[bytes], keep: int) -> byte
     Such a version's writer may have finished (nobody came between its read and its write), so nobody else
     will bring its lines back; a version written over the one before it is a writer who lost the race, and
     who makes its change again itself. (Two finished writers, each on top of another text, are both kept:
-    choosing one version alone lost the other's line in about one storm of 16 appenders in eight.) Lines are
-    only added, each once; a note too long to merge is kept as the chosen version has it.
+    choosing one version alone lost the other's line.) Lines are only added, each once; a note too long to
+    merge is kept as the chosen version has it.
     """
     base = _text(built_on)
     kept = _text(texts[keep])
