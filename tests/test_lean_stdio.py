@@ -36,6 +36,7 @@ from support.env import child_env, env_for
 from support.waiting import GENEROUS, too_slow, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
+from teamvault_mcp.server import lean
 from teamvault_mcp.server.lean import MessageWriter, Stdin, Stdout, Unanswered, _json_line, serve_lean
 from teamvault_mcp.server.stdio import WritesOnlyWritable
 
@@ -582,6 +583,34 @@ def nested(levels: int) -> Any:
     for _ in range(levels):
         value = [value]
     return value
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("opening", "handshake_loop"), [(INITIALIZE, True), (ping(1), False)])
+async def test_a_connection_opened_with_initialize_is_served_on_the_sdks_handshake_loop(
+    monkeypatch: pytest.MonkeyPatch, opening: str, handshake_loop: bool
+) -> None:
+    """initialize first: the SDK's serve_loop, without Server.run's era-finding relay; anything else: Server.run."""
+    loops: list[str] = []
+    real_loop = lean.serve_loop
+
+    async def watched_loop(*args: Any, **kwargs: Any) -> None:
+        loops.append("serve_loop")
+        await real_loop(*args, **kwargs)
+
+    monkeypatch.setattr(lean, "serve_loop", watched_loop)
+    server = Server("bare")
+    real_run = server.run
+
+    async def watched_run(*args: Any, **kwargs: Any) -> None:
+        loops.append("Server.run")
+        await real_run(*args, **kwargs)
+
+    monkeypatch.setattr(server, "run", watched_run)
+    async with lean_pipes(server) as wire:
+        await wire.send(opening)
+        assert json.loads(await wire.receive())["id"] == 1
+    assert loops == (["serve_loop"] if handshake_loop else ["Server.run"])
 
 
 def test_stdin_is_split_into_lines_as_the_stock_text_wrapper_splits_it() -> None:
