@@ -200,7 +200,8 @@ def _tool_definition(tool: Tool, tools: ToolSet) -> types.Tool:
         title=tool.title,
         description=tool.describe(tools),
         input_schema=tool.input_schema(tools),
-        output_schema=tool.output_schema,
+        # Only with TEAM_VAULT_STRUCTURED_CONTENT=on: then every result carries structuredContent of this shape.
+        output_schema=tool.output_schema if tools.structured else None,
         annotations=types.ToolAnnotations(
             title=tool.title,
             read_only_hint=not tool.writes,

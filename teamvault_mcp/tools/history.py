@@ -15,7 +15,7 @@ from typing import Any
 from teamvault_mcp.errors import NotTextError, TeamVaultError, printable, short_hash
 from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
-from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.kinds import Param, hash_header
 from teamvault_mcp.tools.no_lost_updates import Mode, add_story, write_content
 from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, list_schema, object_schema
 from teamvault_mcp.tools.writes import expect
@@ -54,9 +54,11 @@ def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path, file = ctx.existing(project_id, args["path"])
     version = _version(_versions(ctx, project_id, file.id), args["version"], path)
-    text = _version_text(ctx, project_id, file, version, path)
-    about = f"[{path} version {version.get('versionNumber')}, contentHash {short_hash(version.get('contentHash'))}]"
-    return ToolOutput(text, {"path": path, "version": _summary(version)}, more_text=(about,))
+    data = _version_data(ctx, project_id, file, version, path)
+    text = data.decode("utf-8", errors="replace")
+    content_hash = sha256_hex(data)  # of exactly the bytes read, as read_note's: restoring it gives this hash
+    result = {"path": path, "version": _summary(version), "contentHash": content_hash, "text": text}
+    return ToolOutput(hash_header(content_hash) + text, result)
 
 
 def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -140,9 +142,13 @@ def _version(versions: list[dict[str, Any]], wanted: int | str, path: str) -> di
 
 
 def _version_text(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> str:
+    return _version_data(ctx, project_id, file, version, path).decode("utf-8", errors="replace")
+
+
+def _version_data(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> bytes:
     if file.file_type != "TEXT":
         raise NotTextError(path, file.mime_type or file.file_type)
-    return ctx.client.download_version(project_id, file.id, str(version["id"])).decode("utf-8", errors="replace")
+    return ctx.client.download_version(project_id, file.id, str(version["id"]))
 
 
 def _summary(version: dict[str, Any]) -> dict[str, Any]:
@@ -168,9 +174,13 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="read_note_version",
         title="Read note version",
-        description="The text of one saved version of a note, exactly as it was.",
+        description="One saved version of a note: the line [contentHash: …], then its text exactly as it was.",
         params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version")),
         handler=read_note_version,
+        output_schema=object_schema(
+            {"path": STRING, "version": {"type": "object"}, "contentHash": STRING, "text": STRING},
+            ["path", "version", "contentHash", "text"],
+        ),
     ),
     Tool(
         name="diff_note_versions",

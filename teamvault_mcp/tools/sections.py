@@ -191,7 +191,7 @@ TOOLS: tuple[Tool, ...] = (
         params=(  # what the description says is not said again: the tool list is carried on every turn
             Param("path", "The note."),
             Param("section", "tocPath; [] = whole note.", kind="section"),
-            Param("content", "Markdown.", kind="content"),
+            Param("content", "Markdown.", kind="note_text"),
             Param("mode", "", kind="choice", required=False, choices=sections.MODES),
             Param("expectedHash", "Write only if unchanged since.", kind="hash", required=False),
             Param("dryRun", "Diff only.", kind="flag", required=False),

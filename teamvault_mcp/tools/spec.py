@@ -168,3 +168,17 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
 
 def list_schema(key: str, item: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return object_schema({key: {"type": "array", "items": item}, **extra}, [key])
+
+
+#: What every answer built by ``answer.py`` may hold besides its own fields: the headline and the notices.
+ANSWER_FIELDS: dict[str, Any] = {"summary": STRING, "notices": {"type": "array", "items": STRING}}
+
+
+def answer_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The output schema of an :class:`~teamvault_mcp.tools.answer.Answer`: ``properties``, its summary and its
+    notices."""
+    return object_schema({**properties, **ANSWER_FIELDS}, required)
+
+
+def rows(item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": item}
