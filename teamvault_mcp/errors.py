@@ -520,7 +520,7 @@ class HTTPStatusError(TeamVaultError):
         super().__init__(text + server_said(detail))
 
     def facts(self) -> dict[str, Any]:
-        return {"status": self.status, **({"code": self.code} if self.code else {})}
+        return {"httpStatus": self.status, **({"code": self.code} if self.code else {})}
 
 
 class _Named(dict[str, str]):

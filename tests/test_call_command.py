@@ -37,8 +37,9 @@ def vault(tmp_path: Path) -> Iterator[LocalVault]:
 
 
 def as_read(text: str) -> str:
-    """What ``call read_note`` prints for a note holding ``text``: the text block, then the contentHash block."""
-    return f"{text}\n[contentHash: {digest(text)[:12]}]\n"
+    """What ``call read_note`` prints for a note holding ``text``: its one text block, the contentHash line and
+    then the text, with a line break at the end (``call`` adds one where the note has none)."""
+    return f"[contentHash: {digest(text)[:12]}]\n{text}" + ("" if text.endswith("\n") else "\n")
 
 
 def call(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str) -> tuple[int, str, str]:
@@ -112,7 +113,7 @@ def test_flags_and_versions(vault: LocalVault, capsys: pytest.CaptureFixture[str
     call(capsys, environ, "write_note", "path=a.md", "content=one\n")
     call(capsys, environ, "write_note", "path=a.md", "content=two\n")
     code, out, _ = call(capsys, environ, "read_note_version", "path=a.md", "version=1")
-    assert (code, out) == (0, "one\n\n[a.md version 1, contentHash " + digest("one\n")[:12] + "]\n")
+    assert (code, out) == (0, as_read("one\n"))
     edits = '[{"oldText": "two", "newText": "2"}]'
     code, out, _ = call(capsys, environ, "edit_note", "path=a.md", f"edits={edits}", "dryRun=true")
     assert code == 0 and out.startswith("Dry run: nothing was written.")

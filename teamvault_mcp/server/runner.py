@@ -442,9 +442,9 @@ class ToolRunner:
 
 
 def error_output(text: str, facts: dict[str, Any] | None = None) -> ToolOutput:
-    """A tool error: its message is the text, and the data (when structured content is on) says it again, with
-    what the error knows as data."""
-    return ToolOutput(text, {"error": text, **(facts or {})}, is_error=True)
+    """A tool error: its message is the text, and the data (when structured content is on) says it again under
+    ``error``, with what the error knows as data (``spec.ERROR``: every output schema admits it)."""
+    return ToolOutput(text, {"error": {"message": text, **(facts or {})}}, is_error=True)
 
 
 def failed_output(ended: Failure) -> ToolOutput:

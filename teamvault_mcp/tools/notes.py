@@ -37,7 +37,14 @@ from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.missing import when_text
-from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema, write_content, written_result
+from teamvault_mcp.tools.no_lost_updates import (
+    STORY,
+    Mode,
+    rewrite,
+    rewritten_schema,
+    write_content,
+    written_result,
+)
 from teamvault_mcp.tools.relinking import LINKS_SCHEMA, dry_run, update_links
 from teamvault_mcp.tools.spec import (
     DRY_RUN,
@@ -335,7 +342,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             untouched_text=f"the note still at {path}",
         )
         verified = ctx.facts["verified"] = True
-    result: dict[str, Any] = {"path": path, "action": "deleted"}
+    result: dict[str, Any] = {"path": path, "action": "deleted", "contentHash": file.content_hash}
     if expected is not None and not ctx.client.conditional:
         unchecked = _undo_delete_if_changed(ctx, project_id, file, path, expected)
         if unchecked:
@@ -454,9 +461,10 @@ TOOLS: tuple[Tool, ...] = (
                 "size": {"type": "integer"},
                 "contentHash": STRING,
                 "givenPath": STRING,
-                "verified": {"type": "boolean"},
+                "summary": STRING,
+                **STORY,
             },
-            ["path", "action", "size"],
+            ["path", "action", "size", "contentHash", "summary"],
         ),
     ),
     Tool(
@@ -508,15 +516,18 @@ TOOLS: tuple[Tool, ...] = (
         written=_move_paths,
         destructive=False,  # nothing is lost; moving back restores the old state
         idempotent=False,  # a repeat could move another note that has appeared at the old path
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "path": STRING,
                 "previousPath": STRING,
                 "contentHash": NULLABLE_STRING,
+                "id": STRING,
+                "dryRun": {"type": "boolean"},
                 "verified": {"type": "boolean"},
+                "note": STRING,
                 "links": LINKS_SCHEMA,
             },
-            ["path", "previousPath"],
+            ["path", "previousPath", "summary"],
         ),
     ),
     Tool(
@@ -530,7 +541,16 @@ TOOLS: tuple[Tool, ...] = (
         destructive=True,
         idempotent=True,
         output_schema=object_schema(
-            {"path": STRING, "action": {"type": "string", "enum": ["deleted"]}}, ["path", "action"]
+            {
+                "path": STRING,
+                "action": {"type": "string", "enum": ["deleted"]},
+                "contentHash": NULLABLE_STRING,
+                "unchecked": STRING,
+                "verified": {"type": "boolean"},
+                "note": STRING,
+                "summary": STRING,
+            },
+            ["path", "action", "summary"],
         ),
     ),
 )
