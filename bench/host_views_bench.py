@@ -33,16 +33,10 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from stdio_client import INITIALIZE  # noqa: E402
 from support.host_views import SCHEMA_DIR, TASKS, VIEWS, Outcome, Vault, run_suite, seed_team_vault  # noqa: E402
 
 from teamvault_mcp.localvault import LocalVault  # noqa: E402
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-}
 
 
 class Child:
