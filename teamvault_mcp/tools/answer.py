@@ -42,21 +42,20 @@ class Answer:
         self.lines.append(line)
         self.data.setdefault(key, []).append(record)
 
+    def line(self, line: str) -> None:
+        """A line whose facts the handler puts in the data itself, where a row of the top level does not fit (the
+        notes a move relinked are rows of ``links.updated``): the text's alone, here."""
+        self.lines.append(line)
+
     def label(self, line: str) -> None:
         """A line that only names the columns of the rows after it (``In (note:line  the line):``): the text's
         alone, since the data names each field."""
         self.lines.append(line)
 
-    def notice(self, line: str, *, first: bool = False) -> None:
-        """A notice, hint or the call that reads on, verbatim in both; ``first``: before every other line (a
-        partial notice is read before anything it qualifies)."""
-        notices: list[str] = self.data.setdefault("notices", [])
-        if first:
-            self.lines.insert(0, line)
-            notices.insert(0, line)
-        else:
-            self.lines.append(line)
-            notices.append(line)
+    def notice(self, line: str) -> None:
+        """A notice, a hint or the call that reads on: verbatim in both."""
+        self.lines.append(line)
+        self.data.setdefault("notices", []).append(line)
 
     def output(self, *, is_error: bool = False) -> ToolOutput:
         return ToolOutput("\n".join(self.lines), self.data, is_error=is_error)

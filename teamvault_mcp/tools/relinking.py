@@ -207,28 +207,26 @@ def dry_run(
     answer.data["links"] = links
     if not update_links:
         links["summary"] = "updateLinks=false: no link would be changed."
-        answer.lines.append(links["summary"])
+        answer.line(links["summary"])
         return answer.output()
     plan = plan_relinks(ctx, project_id, path, new_path, moved=False)
     changes = [change for note in plan.notes for change in note.changes]
     links["summary"] = f"{_count(len(changes), 'link')} in {_count(len(plan.notes), 'note')} would be rewritten."
-    answer.lines.append(links["summary"])
+    answer.line(links["summary"])
     for note in plan.notes:  # every note in the data, as before; the first MAX_SHOWN in the text
         lines = sorted({change.line for change in note.changes})
         links["updated"].append({"path": note.path, "links": len(note.changes), "lines": lines})
     if changes:  # where (one line a note), then what: each distinct rewrite once, the most frequent first
         answer.label("Where (note:lines):")
-        answer.lines += [
-            f"{entry['path']}:{','.join(str(line) for line in entry['lines'])}"
-            for entry in links["updated"][:MAX_SHOWN]
-        ]
+        for entry in links["updated"][:MAX_SHOWN]:
+            answer.line(f"{entry['path']}:{','.join(str(line) for line in entry['lines'])}")
         if len(plan.notes) > MAX_SHOWN:
             answer.notice(_cut_notice(ctx, len(plan.notes), path))
         rewrites = Counter((_old(change), change.new) for change in changes)
         answer.label("What (link → new link):")
         links["rewrites"] = []
         for (old, new), times in rewrites.most_common(MAX_REWRITES):
-            answer.lines.append(f"{_short(old)} → {_short(new)}{f'  ×{times}' if times > 1 else ''}")
+            answer.line(f"{_short(old)} → {_short(new)}{f'  ×{times}' if times > 1 else ''}")
             links["rewrites"].append({"link": old, "newLink": new, "times": times})
         if len(rewrites) > MAX_REWRITES:
             answer.notice(f"[and {_count(len(rewrites) - MAX_REWRITES, 'more rewrite')}; the lines above show where]")
@@ -240,7 +238,7 @@ def dry_run(
 def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str, moved: ToolOutput) -> ToolOutput:
     """``moved`` (move_note's result) with every link to the moved note kept right, note by note, and what was not."""
     answer = Answer(**(moved.structured or {}))
-    answer.lines.append(moved.text)
+    answer.line(moved.text)
     try:
         plan = plan_relinks(ctx, project_id, old_path, new_path, moved=True)
     except CallCancelledError:
@@ -252,7 +250,7 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
         )
         summary = f"Links: NOT updated. {problem}"
         answer.data["links"] = {"summary": summary, "updated": [], "notUpdated": [], "problem": problem}
-        answer.lines.append(summary)
+        answer.line(summary)
         return answer.output()
     updated: list[dict[str, Any]] = []
     refused = list(plan.refused)
@@ -288,12 +286,10 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
         headline = "Links: none to change (no link resolved to the note, or each still does)."
     links: dict[str, Any] = {"summary": headline, "updated": updated, "notUpdated": []}
     answer.data["links"] = links
-    answer.lines.append(headline)
+    answer.line(headline)
     # Each with its new hash, which the next edit of it takes (a text-only host sees nothing else).
-    answer.lines += [
-        f"{entry['path']} ({entry['links']}); its contentHash is now {short_hash(entry['contentHash'])}"
-        for entry in updated[:MAX_SHOWN]
-    ]
+    for entry in updated[:MAX_SHOWN]:
+        answer.line(f"{entry['path']} ({entry['links']}); its contentHash is now {short_hash(entry['contentHash'])}")
     if len(updated) > MAX_SHOWN:
         answer.notice(_cut_notice(ctx, len(updated), new_path))
     _told(answer, RelinkPlan(refused=refused, captured=plan.captured, partial=plan.partial), would=False)
@@ -313,7 +309,8 @@ def _told(answer: Answer, plan: RelinkPlan, *, would: bool) -> None:
     if plan.refused:
         verb = "would not be updated" if would else "NOT updated; their links still name the old path"
         answer.label(f"{_count(len(plan.refused), 'note')} {verb}:")
-        answer.lines += [f"{path}  ({why}) → {retry}" for path, why, retry in plan.refused[:MAX_SHOWN]]
+        for path, why, retry in plan.refused[:MAX_SHOWN]:
+            answer.line(f"{path}  ({why}) → {retry}")
         links["notUpdated"] += [{"path": path, "why": why, "retry": retry} for path, why, retry in plan.refused]
         if len(plan.refused) > MAX_SHOWN:
             answer.notice(f"[Cut: {MAX_SHOWN} of {len(plan.refused):,} notes not updated shown.]")
