@@ -21,6 +21,8 @@ from teamvault_mcp.errors import ConfigError
 LOG_LEVELS = ("debug", "info", "warning", "error")
 #: TEAM_VAULT_STDIO: the stdio transport; ``stock`` is the SDK's own, the escape hatch (README: Configuration).
 STDIO_TRANSPORTS = ("lean", "stock")
+#: TEAM_VAULT_STRUCTURED_CONTENT: whether results also carry ``structuredContent`` (README: Hosts and the two halves).
+STRUCTURED_CONTENT_VALUES = ("off", "on")
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
@@ -43,7 +45,7 @@ USAGE = (
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
     "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR, "
     "TEAM_VAULT_SINGLE_PROJECT, TEAM_VAULT_MAX_READ_CHARS, TEAM_VAULT_INSTRUCTIONS_NOTE, TEAM_VAULT_TOOLS, "
-    "TEAM_VAULT_PREFETCH, TEAM_VAULT_STDIO)"
+    "TEAM_VAULT_PREFETCH, TEAM_VAULT_STDIO, TEAM_VAULT_STRUCTURED_CONTENT)"
 )
 
 
@@ -86,6 +88,9 @@ class Config:
     prefetch: bool = True
     #: The stdio transport: ``lean`` (ours) or ``stock`` (the SDK's ``stdio_server``).
     stdio: str = "lean"
+    #: Whether every tool declares an ``outputSchema`` and every result carries ``structuredContent`` holding all
+    #: its text says, as data (TEAM_VAULT_STRUCTURED_CONTENT=on); off, the default: one text block, nothing else.
+    structured_content: bool = False
 
     @property
     def writes_fenced(self) -> bool:
@@ -160,6 +165,12 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
         problems.append(
             f"TEAM_VAULT_STDIO={environ['TEAM_VAULT_STDIO']!r} is not one of {', '.join(STDIO_TRANSPORTS)}."
         )
+    structured = environ.get("TEAM_VAULT_STRUCTURED_CONTENT", "").strip().lower() or "off"
+    if structured not in STRUCTURED_CONTENT_VALUES:
+        problems.append(
+            f"TEAM_VAULT_STRUCTURED_CONTENT={environ['TEAM_VAULT_STRUCTURED_CONTENT']!r} is not one of "
+            f"{', '.join(STRUCTURED_CONTENT_VALUES)}."
+        )
     if problems:
         # Belt and braces: a key pasted into the wrong variable must not be echoed either.
         raise ConfigError("\n".join(problems).replace(api_key, "***") if api_key else "\n".join(problems))
@@ -185,6 +196,7 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
         tools_dropped=tools_dropped,
         prefetch=prefetch,
         stdio=stdio,
+        structured_content=structured == "on",
     )
 
 

@@ -149,6 +149,11 @@ class Doctor:
         parts = [f"TEAM_VAULT_URL={config.base_url}", "TEAM_VAULT_API_KEY set", project]
         if config.read_only:
             parts.append("read-only")
+        parts.append(
+            "structured content on (outputSchema and structuredContent besides the text)"
+            if config.structured_content
+            else "structured content off (results are text only)"
+        )
         if config.writes_fenced:
             parts.append(f"writes limited to {config.write_scope_text()}")
         if config.audit_log is not None:

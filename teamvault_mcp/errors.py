@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 UNCERTAIN_WRITE_HINT = (
     "The change may or may not have been applied. "
@@ -109,6 +110,11 @@ class TeamVaultError(Exception):
 
     def __str__(self) -> str:
         return failure_text(self)
+
+    def facts(self) -> dict[str, Any]:
+        """What the message says that a program may want as data (``structuredContent`` of an error result,
+        with TEAM_VAULT_STRUCTURED_CONTENT=on): the path, the hashes, the diff. The message stays the answer."""
+        return {}
 
 
 def failure_text(error: TeamVaultError, *, hint: bool = False) -> str:
@@ -189,6 +195,9 @@ class NoteNotFoundError(TeamVaultError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"Note not found: {printable(path)}")
+
+    def facts(self) -> dict[str, Any]:
+        return {"path": self.path}
 
 
 class SectionNotFoundError(TeamVaultError):
@@ -510,6 +519,9 @@ class HTTPStatusError(TeamVaultError):
         text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning}"
         super().__init__(text + server_said(detail))
 
+    def facts(self) -> dict[str, Any]:
+        return {"httpStatus": self.status, **({"code": self.code} if self.code else {})}
+
 
 class _Named(dict[str, str]):
     """What a meaning's text may name; a name the request did not give reads as "that path"."""
@@ -531,6 +543,9 @@ class PreconditionFailedError(HTTPStatusError):
     def __init__(self, method: str, api_path: str, body: str, *, current_hash: str | None) -> None:
         super().__init__(method, api_path, 412, body, code="precondition_failed")
         self.current_hash = current_hash
+
+    def facts(self) -> dict[str, Any]:
+        return {**super().facts(), **({"currentHash": self.current_hash} if self.current_hash else {})}
 
 
 class UnexpectedAnswerError(TeamVaultError):
@@ -597,7 +612,16 @@ class ConflictError(TeamVaultError):
                 text += f" What changed since the version you saw:\n{diff}\n"
             text += " Read the note again, then redo your change on its current text."
         super().__init__(text)
+        self.path = path
+        self.expected = expected
         self.current = current
+        self.diff = diff
+
+    def facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {"path": self.path, "expectedHash": self.expected, "currentHash": self.current}
+        if self.diff:
+            facts["diff"] = self.diff
+        return facts
 
 
 class ChangedMeanwhileError(TeamVaultError):

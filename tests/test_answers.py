@@ -56,7 +56,7 @@ def digest(text: str) -> str:
 
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[Session]:
-    async with open_session(tmp_path) as opened:
+    async with open_session(tmp_path, structured_content=True) as opened:  # some tests read the data too
         opened.seed("ops/runbook.md", RUNBOOK)
         opened.seed("people/grace-hopper.md", "# Grace Hopper\n\nCOBOL.\n")
         opened.seed("people/ada.md", "# Ada\n\nOn call. See [[grace-hopper]].\n")
@@ -66,9 +66,10 @@ async def session(tmp_path: Path) -> AsyncIterator[Session]:
 # -- the text carries what the agent needs --------------------------------------------------------------------
 
 
-async def test_read_note_gives_the_text_unchanged_then_a_content_hash_block(session: Session) -> None:
+async def test_read_note_gives_one_block_its_content_hash_line_then_the_text_unchanged(session: Session) -> None:
+    """One block: a host that shows only the first one still shows the hash a write needs (issue 25)."""
     result = await session.client.call_tool("read_note", {"path": "ops/runbook.md"})
-    assert [block.text for block in result.content] == [RUNBOOK, f"[contentHash: {digest(RUNBOOK)[:12]}]"]
+    assert [block.text for block in result.content] == [f"[contentHash: {digest(RUNBOOK)[:12]}]\n{RUNBOOK}"]
 
 
 async def test_every_write_says_the_new_content_hash_in_its_text(session: Session) -> None:
@@ -93,7 +94,7 @@ async def test_a_search_hit_names_its_section_as_read_note_takes_it(session: Ses
     section = re.search(r'section=("[^"]*"|\[[^\]]*\])', hit)
     assert section is not None, hit
     assert json.loads(section.group(1)) == "Operations Runbook > Failover > Drill"
-    read = await session.text_ok("read_note", path="ops/runbook.md", section=json.loads(section.group(1)))
+    read = await session.read("ops/runbook.md", section=json.loads(section.group(1)))
     assert read.startswith("### Drill\n\nRun the failover drill every quarter.\n")
 
 
@@ -104,7 +105,7 @@ async def test_a_title_holding_the_breadcrumb_separator_is_named_as_a_list_and_f
     hit = next(line for line in text.splitlines() if "What goes in" in line)
     assert 'section=["Operations Runbook", "Inputs > Outputs"]' in hit  # a string would read two ways
     for section in (["Operations Runbook", "Inputs > Outputs"], "Operations Runbook > Inputs > Outputs"):
-        read = await session.text_ok("read_note", path="ops/runbook.md", section=section)
+        read = await session.read("ops/runbook.md", section=section)
         assert read.startswith("## Inputs > Outputs\n")
     outline = await session.text_ok("note_outline", path="ops/runbook.md", tocPath="Operations Runbook > Failover")
     assert "### Drill" in outline
@@ -157,12 +158,17 @@ async def test_an_edit_text_shows_the_hunks_under_its_headline_and_the_structure
         assert whole == f"--- a/people/ada.md\n+++ b/people/ada.md\n{hunks}"
 
 
-async def test_read_notes_sends_each_text_once(session: Session) -> None:
+async def test_read_notes_sends_each_text_once_and_with_structured_content_once_more_as_data(
+    session: Session, tmp_path: Path
+) -> None:
     result = await session.client.call_tool("read_notes", {"paths": ["ops/runbook.md", "people/ada.md"]})
     text = result.content[0].text
     assert text.count("Switch the ledger database") == 1
     assert f"=== ops/runbook.md · {digest(RUNBOOK)[:12]} ===" in text
-    assert "Switch the ledger database" not in json.dumps(result.structured_content)  # paths and hashes only
+    assert [note["text"] for note in result.structured_content["notes"]] == [RUNBOOK, session.text("people/ada.md")]
+    async with session_on(session.vault) as default:  # structured content off: the text alone
+        result = await default.client.call_tool("read_notes", {"paths": ["ops/runbook.md", "people/ada.md"]})
+    assert result.structured_content is None and result.content[0].text == text
 
 
 async def test_listings_are_one_line_per_entry(session: Session) -> None:
@@ -202,7 +208,7 @@ async def test_a_plain_read_above_the_limit_is_cut_with_the_call_that_reads_on(t
         assert "50,000" in (description.description or "")
     async with open_session(tmp_path / "never", max_read_chars=0) as session:
         session.seed("big.md", long)
-        assert (await session.client.call_tool("read_note", {"path": "big.md"})).content[0].text == long
+        assert await session.read("big.md") == long
 
 
 def test_max_read_chars_is_read_from_the_environment_and_checked() -> None:
@@ -278,12 +284,10 @@ async def test_a_new_path_without_an_extension_gets_md_and_the_answer_says_so(se
 async def test_a_new_path_ending_in_a_slash_moves_into_that_folder_under_the_same_name(session: Session) -> None:
     result = await session.client.call_tool("move_note", {"path": "people/ada.md", "newPath": "archive/"})
     assert "Moved people/ada.md to archive/ada.md" in result.content[0].text
-    assert result.structured_content == {
-        "path": "archive/ada.md",
-        "previousPath": "people/ada.md",
-        "contentHash": digest("# Ada\n\nOn call. See [[grace-hopper]].\n"),
-        "links": {"updated": [], "notUpdated": []},
-    }
+    moved = result.structured_content
+    assert (moved["path"], moved["previousPath"]) == ("archive/ada.md", "people/ada.md")
+    assert moved["contentHash"] == digest("# Ada\n\nOn call. See [[grace-hopper]].\n")
+    assert (moved["links"]["updated"], moved["links"]["notUpdated"]) == ([], [])
 
 
 async def test_old_move_calls_keep_working(session: Session) -> None:

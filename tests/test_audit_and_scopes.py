@@ -52,7 +52,9 @@ def logged(session: Session) -> list[dict[str, Any]]:
 @asynccontextmanager
 async def audited(tmp_path: Path, **config: Any) -> AsyncIterator[Session]:
     """A session on a fresh vault whose server keeps its audit log in ``tmp_path``."""
-    async with open_session(tmp_path, **{"audit_log": tmp_path / "audit.jsonl", **config}) as running:
+    async with open_session(
+        tmp_path, **{"audit_log": tmp_path / "audit.jsonl", "structured_content": True, **config}
+    ) as running:
         yield running
 
 
@@ -335,7 +337,7 @@ async def test_every_write_tool_is_scoped(scoped: Session) -> None:
 async def test_reads_stay_unrestricted_and_the_agent_is_told_the_scope(scoped: Session) -> None:
     scoped.seed("people/a.md", b"hello\n")
     text, is_error, _ = await scoped.call("read_note", path="people/a.md")
-    assert (text, is_error) == ("hello\n", False)
+    assert (text.partition("\n")[2], is_error) == ("hello\n", False)  # under its [contentHash: …] line
     assert scoped.client.instructions is not None
     assert "Writes are limited to these folders: agents/, inbox/." in scoped.client.instructions
 

@@ -27,8 +27,10 @@ def run(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str)
 
 
 def as_read(text: str) -> str:
-    """What ``call read_note`` prints for a note holding ``text``: the text block, then the contentHash block."""
-    return f"{text}\n[contentHash: {hashlib.sha256(text.encode()).hexdigest()[:12]}]\n"
+    """What ``call read_note`` prints for a note holding ``text``: its one text block, the contentHash line and
+    then the text, with a line break at the end (``call`` adds one where the note has none)."""
+    header = f"[contentHash: {hashlib.sha256(text.encode()).hexdigest()[:12]}]\n"
+    return header + text + ("" if text.endswith("\n") else "\n")
 
 
 def test_a_restarted_local_vault_reads_from_the_cache_its_last_start_filled(

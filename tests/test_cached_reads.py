@@ -51,10 +51,10 @@ async def test_an_unchanged_note_is_read_with_one_request(session: Session) -> N
 
 async def test_a_changed_note_is_downloaded_and_never_served_stale(session: Session) -> None:
     session.colleague_writes("n.md", "first\n")
-    assert await session.ok_text("read_note", path="n.md") == "first\n"
+    assert await session.read("n.md") == "first\n"
     session.colleague_writes("n.md", "second\n")
     assert await requests_of(session, "read_note", path="n.md") == (1, 1)
-    assert await session.ok_text("read_note", path="n.md") == "second\n"
+    assert await session.read("n.md") == "second\n"
 
 
 async def test_a_note_this_server_wrote_is_read_with_one_request(session: Session) -> None:
@@ -62,7 +62,7 @@ async def test_a_note_this_server_wrote_is_read_with_one_request(session: Sessio
     assert await requests_of(session, "read_note", path="n.md") == (1, 0)
     await session.ok_text("edit_note", path="n.md", edits=[{"oldText": "mine", "newText": "ours"}])
     assert await requests_of(session, "read_note", path="n.md") == (1, 0)
-    assert await session.ok_text("read_note", path="n.md") == "ours\n"
+    assert await session.read("n.md") == "ours\n"
 
 
 async def test_a_corrupted_cache_entry_is_downloaded_again(tmp_path: Path) -> None:
@@ -73,11 +73,11 @@ async def test_a_corrupted_cache_entry_is_downloaded_again(tmp_path: Path) -> No
             [entry] = [path for path in (tmp_path / "cache").rglob("*") if path.is_file() and len(path.name) == 64]
             entry.write_bytes(b"the fake text\n")
             assert await requests_of(first, "read_note", path="n.md") == (1, 0)  # from memory, checked when kept
-            assert await first.ok_text("read_note", path="n.md") == "the real text\n"
+            assert await first.read("n.md") == "the real text\n"
         # A new server on the same cache: the disk entry is checked, found corrupt, fetched again.
         async with session_on(vault, cache_dir=tmp_path / "cache", call_budget=BUDGET) as fresh:
             assert await requests_of(fresh, "read_note", path="n.md") == (1, 1)
-            assert await fresh.ok_text("read_note", path="n.md") == "the real text\n"
+            assert await fresh.read("n.md") == "the real text\n"
         assert entry.read_bytes() == b"the real text\n"  # stored again
 
 

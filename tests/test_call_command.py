@@ -37,8 +37,9 @@ def vault(tmp_path: Path) -> Iterator[LocalVault]:
 
 
 def as_read(text: str) -> str:
-    """What ``call read_note`` prints for a note holding ``text``: the text block, then the contentHash block."""
-    return f"{text}\n[contentHash: {digest(text)[:12]}]\n"
+    """What ``call read_note`` prints for a note holding ``text``: its one text block, the contentHash line and
+    then the text, with a line break at the end (``call`` adds one where the note has none)."""
+    return f"[contentHash: {digest(text)[:12]}]\n{text}" + ("" if text.endswith("\n") else "\n")
 
 
 def call(capsys: pytest.CaptureFixture[str], environ: dict[str, str], *argv: str) -> tuple[int, str, str]:
@@ -71,10 +72,17 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def test_the_result_is_the_one_an_mcp_client_gets(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
-    environ = env_for(vault)
+@pytest.mark.parametrize("structured", [False, True], ids=["default", "structured on"])
+def test_the_result_is_the_one_an_mcp_client_gets(
+    vault: LocalVault, capsys: pytest.CaptureFixture[str], structured: bool
+) -> None:
+    """Under either setting of TEAM_VAULT_STRUCTURED_CONTENT, ``--json`` shows what the wire carries."""
+    environ = {**env_for(vault), "TEAM_VAULT_STRUCTURED_CONTENT": "on" if structured else "off"}
     call(capsys, environ, "write_note", "path=a.md", "content=one\ntwo\n")
-    runner = ToolRunner(make_config(base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id))
+    config = make_config(
+        base_url=vault.url, api_key=vault.api_key, project_id=vault.project_id, structured_content=structured
+    )
+    runner = ToolRunner(config)
 
     async def over_mcp() -> list[Any]:
         async with Client(build_server(runner), mode="legacy") as client:
@@ -85,6 +93,7 @@ def test_the_result_is_the_one_an_mcp_client_gets(vault: LocalVault, capsys: pyt
         shown = json.loads(out)
         assert shown["content"] == [block.model_dump(mode="json", exclude_none=True) for block in expected.content]
         assert shown.get("structuredContent") == expected.structured_content
+        assert ("structuredContent" in shown) is structured and len(shown["content"]) == 1
         assert shown["isError"] is expected.is_error is (code == 1)
     assert any(expected.is_error for expected in anyio.run(over_mcp))  # the comparison covers an error too
 
@@ -112,7 +121,7 @@ def test_flags_and_versions(vault: LocalVault, capsys: pytest.CaptureFixture[str
     call(capsys, environ, "write_note", "path=a.md", "content=one\n")
     call(capsys, environ, "write_note", "path=a.md", "content=two\n")
     code, out, _ = call(capsys, environ, "read_note_version", "path=a.md", "version=1")
-    assert (code, out) == (0, "one\n\n[a.md version 1, contentHash " + digest("one\n")[:12] + "]\n")
+    assert (code, out) == (0, as_read("one\n"))
     edits = '[{"oldText": "two", "newText": "2"}]'
     code, out, _ = call(capsys, environ, "edit_note", "path=a.md", f"edits={edits}", "dryRun=true")
     assert code == 0 and out.startswith("Dry run: nothing was written.")

@@ -29,7 +29,9 @@ THEIRS = NOTE.replace("- [ ] send the report", "- [x] send the report")
 
 @pytest.fixture(params=[True, False], ids=["conditional", "history"])
 async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
-    async with open_session(tmp_path, vault_options={"conditional_writes": request.param}) as running:
+    async with open_session(
+        tmp_path, structured_content=True, vault_options={"conditional_writes": request.param}
+    ) as running:
         yield running
 
 
@@ -171,7 +173,9 @@ async def test_without_a_colleague_the_check_costs_one_request_and_none_where_th
 async def test_a_retried_write_refused_by_its_own_first_attempt_is_a_success(tmp_path: Path) -> None:
     """Without idempotency, an applied first attempt whose answer was lost makes the retry's If-Match fail:
     the 412 names our own bytes as current, so the write succeeded (settled, verified), it is no conflict."""
-    async with open_session(tmp_path, vault_options={"conditional_writes": True, "idempotency": False}) as session:
+    async with open_session(
+        tmp_path, structured_content=True, vault_options={"conditional_writes": True, "idempotency": False}
+    ) as session:
         await session.ok("write_note", path="a.md", content="one\n")
         session.vault.faults.add("PUT", FILE, Fault.apply_then_close())
         text, is_error, result = await session.call("write_note", path="a.md", content="two\n")
@@ -183,7 +187,7 @@ async def test_a_retried_write_refused_by_its_own_first_attempt_is_a_success(tmp
 @pytest.fixture
 async def old_server(tmp_path: Path) -> AsyncIterator[Session]:
     """The local vault without conditional writes, as today's Team Vault server."""
-    async with open_session(tmp_path, vault_options={"conditional_writes": False}) as running:
+    async with open_session(tmp_path, structured_content=True, vault_options={"conditional_writes": False}) as running:
         yield running
 
 

@@ -542,3 +542,14 @@ def test_write_prefixes_are_folders_in_stored_spelling(raw: str, expected: tuple
 )
 def test_bad_write_prefixes_are_named(raw: str, expected: str) -> None:
     assert expected in config_error(env(WRITE_PREFIXES=raw))
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("", False), ("off", False), ("OFF", False), (" on ", True)])
+def test_structured_content_is_off_unless_turned_on(raw: str, expected: bool) -> None:
+    assert load_config(env(STRUCTURED_CONTENT=raw)).structured_content is expected
+
+
+@pytest.mark.parametrize("raw", ["yes", "1", "structured", "true"])
+def test_an_unknown_structured_content_value_is_refused_naming_the_accepted_ones(raw: str) -> None:
+    message = config_error(env(STRUCTURED_CONTENT=raw))
+    assert message == f"TEAM_VAULT_STRUCTURED_CONTENT={raw!r} is not one of off, on."

@@ -395,3 +395,11 @@ def test_check_reports_the_instructions_note_read_whole_cut_or_missing(vault: Lo
     assert ok and checks["instructions"].status == "warn"  # the server starts without it: not a failure
     assert checks["instructions"].detail == "no note at agents/nothing.md: the instructions go without it"
     assert "TEAM_VAULT_INSTRUCTIONS_NOTE" in (checks["instructions"].hint or "")
+
+
+@pytest.mark.parametrize(("setting", "said"), [("", "structured content off"), ("on", "structured content on")])
+def test_the_config_check_reports_whether_results_carry_structured_content(
+    vault: LocalVault, setting: str, said: str
+) -> None:
+    checks, _ = run({**env_for(vault), "TEAM_VAULT_STRUCTURED_CONTENT": setting})
+    assert checks["config"].status == "pass" and said in checks["config"].detail

@@ -46,12 +46,22 @@ async def mcp_over_stdio(args: list[str], env: dict[str, str]) -> AsyncIterator[
 
 
 def vault_env(vault: LocalVault, **extra: str) -> dict[str, str]:
+    """The child's environment for ``vault``; structured content on, since these tests read results as data (the
+    text is the same either way: ``test_host_views.py``)."""
     return {
         "TEAM_VAULT_URL": vault.url,
         "TEAM_VAULT_API_KEY": vault.api_key,
         "TEAM_VAULT_PROJECT_ID": vault.project_id,
+        "TEAM_VAULT_STRUCTURED_CONTENT": "on",
         **extra,
     }
+
+
+def read_text(text: str) -> str:
+    """read_note's text without the ``[contentHash: …]`` line it starts with."""
+    header, _, body = text.partition("\n")
+    assert header.startswith("[contentHash: "), text[:200]
+    return body
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
@@ -81,9 +91,9 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
         _, _, updated = await call(client, "write_note", path="./people/kuzma.md", content="# Kuzma Minin\n")
         assert updated["action"] == "updated"
         text, _, _ = await call(client, "read_note", path="people//kuzma.md")
-        assert text == "# Kuzma Minin\n"
+        assert read_text(text) == "# Kuzma Minin\n"
         _, _, notes = await call(client, "list_notes", prefix="people/")
-        assert notes == {"notes": [{"path": "people/kuzma.md", "type": "TEXT", "size": 14}]}
+        assert notes["notes"] == [{"path": "people/kuzma.md", "type": "TEXT", "size": 14}]
         _, _, versions = await call(client, "list_note_versions", path="people/kuzma.md")
         assert [v["versionNumber"] for v in versions["versions"]] == [2, 1]
 
@@ -92,18 +102,19 @@ async def test_every_tool_end_to_end(vault: LocalVault) -> None:
         _, _, outline = await call(client, "note_outline", path="people/kuzma.md", tocPath=["Kuzma Minin"])
         assert [h["title"] for h in outline["headings"]] == ["Life", "Legacy"]
         text, _, _ = await call(client, "read_note", path="people/kuzma.md", section=["Kuzma Minin", "Legacy"])
-        assert text == "## Legacy\nmonument\n"
+        assert read_text(text) == "## Legacy\nmonument\n"
         text, _, _ = await call(client, "read_note", path="people/kuzma.md", startLine=3, endLine=4)
-        assert text == "## Life\nborn\n"
+        assert read_text(text) == "## Life\nborn\n"
         _, _, batch = await call(client, "read_notes", paths=["people/kuzma.md", "people/nobody.md"])
-        assert [sorted(note) for note in batch["notes"]] == [["chars", "contentHash", "path"], ["error", "path"]]
+        fields = [sorted(note) for note in batch["notes"]]
+        assert fields == [["chars", "contentHash", "path", "text"], ["error", "path"]]
         _, _, shallow = await call(client, "list_notes", depth=1)
         assert shallow["notes"] == [{"folder": "people/", "notes": 1}]
 
         _, _, moved = await call(client, "move_note", path="people/kuzma.md", newPath="archive/kuzma.md")
         assert moved["path"] == "archive/kuzma.md"
         _, _, deleted = await call(client, "delete_note", path="archive/kuzma.md")
-        assert deleted == {"path": "archive/kuzma.md", "action": "deleted"}
+        assert (deleted["path"], deleted["action"]) == ("archive/kuzma.md", "deleted")
         text, is_error, _ = await call(client, "read_note", path="archive/kuzma.md")
         assert is_error and text.startswith("Note not found: archive/kuzma.md — it was deleted on "), text
     assert live_notes(vault) == {}
@@ -146,7 +157,7 @@ async def test_a_dripping_body_is_cut_at_the_attempt_limit_and_retried(vault: Lo
         started = time.monotonic()
         text, is_error, _ = await call(client, "read_note", path="slow.md")
         elapsed = time.monotonic() - started
-    assert (text, is_error) == (body, False)
+    assert (read_text(text), is_error) == (body, False)
     downloads = [entry for entry in vault.faults.seen if entry[0] == "GET" and entry[1].count("/") == 5]
     assert len(downloads) == 2  # the dripping one, cut at its limit, and the retry (uncut it would take 20 s)
     assert elapsed >= 2.0  # 1 s cut attempt + 1 s pause, then a quick second attempt
@@ -198,13 +209,14 @@ async def test_an_unanswered_write_that_may_still_run_keeps_the_hint(vault: Loca
 
 async def test_local_mode_runs_on_an_embedded_vault_that_keeps_its_notes(tmp_path: Path) -> None:
     data = tmp_path / "my-vault"
+    async with mcp_over_stdio(["--local", str(data)], {}) as client:  # the default: results are text alone
+        said, is_error, written = await call(client, "write_note", path="inbox/idea.md", content="an idea\n")
+        assert not is_error and written is None
+        assert said.startswith("Created inbox/idea.md (8 bytes); its contentHash is ")
     async with mcp_over_stdio(["--local", str(data)], {}) as client:
-        _, is_error, written = await call(client, "write_note", path="inbox/idea.md", content="an idea\n")
-        assert not is_error
-        assert written["action"] == "created"
-    async with mcp_over_stdio(["--local", str(data)], {}) as client:
-        text, is_error, _ = await call(client, "read_note", path="inbox/idea.md")
-    assert (text, is_error) == ("an idea\n", False)
+        result = await client.call_tool("read_note", {"path": "inbox/idea.md"})
+    assert [block.text for block in result.content] == [f"[contentHash: {said[-13:-1]}]\nan idea\n"]
+    assert (result.is_error, result.structured_content) == (False, None)
     assert (data / "api-key").stat().st_mode & 0o777 == 0o600
 
 

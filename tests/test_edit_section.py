@@ -43,13 +43,15 @@ Friday.
 
 @pytest.fixture(params=[True, False], ids=["conditional", "history"])
 async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
-    async with open_session(tmp_path, vault_options={"conditional_writes": request.param}) as running:
+    async with open_session(
+        tmp_path, structured_content=True, vault_options={"conditional_writes": request.param}
+    ) as running:
         yield running
 
 
 @pytest.fixture
 async def plain(tmp_path: Path) -> AsyncIterator[Session]:
-    async with open_session(tmp_path) as running:
+    async with open_session(tmp_path, structured_content=True) as running:
         yield running
 
 
@@ -387,7 +389,7 @@ async def test_create_refuses_a_path_the_server_would_refuse(plain: Session) -> 
 
 async def test_the_write_scope_audit_log_and_read_only_mode_apply_as_to_edit_note(tmp_path: Path) -> None:
     log = tmp_path / "audit.jsonl"
-    async with open_session(tmp_path, audit_log=log, write_prefixes=("agents/",)) as session:
+    async with open_session(tmp_path, structured_content=True, audit_log=log, write_prefixes=("agents/",)) as session:
         session.seed("meetings/m.md", MEETING)
         session.seed("agents/m.md", MEETING)
         text, is_error, _ = await session.call("edit_section", path="meetings/m.md", section=[], content="x")

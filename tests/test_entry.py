@@ -88,7 +88,7 @@ def test_a_tool_call_over_stdio_with_debug_logging_never_shows_the_key() -> None
         answer = child.request(2, "tools/call", {"name": "whoami", "arguments": {}})
         code, stderr = child.close()
         sent_key = server.exchanges[0].headers["X-API-Key"]
-    assert answer["result"]["structuredContent"] == {"id": "u1", "email": "a@b.c", "name": "A"}
+    assert answer["result"] == {"content": [{"type": "text", "text": "A <a@b.c>, user id u1."}], "isError": False}
     assert sent_key == API_KEY
     assert "GET /api/auth/me → 200" in stderr  # one debug line per attempt
     assert API_KEY not in stderr
@@ -164,8 +164,35 @@ def test_serve_takes_local_after_the_command(tmp_path: Path) -> None:
     child.initialize()
     answer = child.request(2, "tools/call", {"name": "list_projects", "arguments": {}})
     code, stderr = child.close()
-    assert answer["result"]["structuredContent"]["projects"][0]["slug"] == "default", stderr
+    assert "(default)" in answer["result"]["content"][0]["text"], stderr
     assert code == 0
+
+
+@pytest.mark.parametrize("setting", ["on", "off"])
+def test_the_child_sends_structured_content_and_output_schemas_only_when_asked(tmp_path: Path, setting: str) -> None:
+    env = child_env(TEAM_VAULT_STRUCTURED_CONTENT=setting)
+    child = StdioChild([*ENTRY_POINTS["python -m teamvault_mcp"], "--local", str(tmp_path)], env)
+    child.initialize()
+    listed = child.request(2, "tools/list", {})["result"]["tools"]
+    answer = child.request(3, "tools/call", {"name": "list_projects", "arguments": {}})["result"]
+    code, stderr = child.close()
+    assert code == 0, stderr
+    assert {"outputSchema" in tool for tool in listed} == {setting == "on"}
+    assert ("structuredContent" in answer, len(answer["content"])) == (setting == "on", 1)
+
+
+def test_an_unknown_structured_content_setting_stops_the_start_with_one_line(tmp_path: Path) -> None:
+    env = child_env(TEAM_VAULT_STRUCTURED_CONTENT="json")
+    done = subprocess.run(
+        [*ENTRY_POINTS["python -m teamvault_mcp"], "--local", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines()[-1].endswith("TEAM_VAULT_STRUCTURED_CONTENT='json' is not one of off, on.")
 
 
 # -- Ctrl-C and SIGTERM: the first one ends the server, exit 128 + the signal, no traceback -----------------------

@@ -295,7 +295,7 @@ def test_changing_the_mapping_a_merge_refers_to_never_changes_the_merged_fields(
 
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[Session]:
-    async with open_session(tmp_path) as running:
+    async with open_session(tmp_path, structured_content=True) as running:
         yield running
 
 

@@ -3,8 +3,10 @@
 A refactoring must not change what an agent sees. The script below runs a fixed
 session against a local vault through a real MCP client; ids, times and the vault's
 address are replaced by placeholders, and the rest is compared with the files in
-``tests/golden/``. After an intended change of a tool's text or schema, regenerate
-them with ``UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` and review the diff.
+``tests/golden/``: for the default setting (results are text alone) ``tools_list.json``
+and ``session.json``, for TEAM_VAULT_STRUCTURED_CONTENT=on ``*_structured.json``. After an
+intended change of a tool's text or schema, regenerate them with
+``UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -109,10 +111,15 @@ def normalised(value: Any) -> Any:
     return text
 
 
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[Client]:
-    async with open_session(tmp_path, call_budget=BUDGET) as session:
-        yield session.client
+#: The two settings of TEAM_VAULT_STRUCTURED_CONTENT, and what their golden files are called.
+SETTINGS = {"": False, "_structured": True}
+
+
+@pytest.fixture(params=SETTINGS, ids=["default", "structured on"])
+async def client(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Client, str]]:
+    """A client, and the ending of the golden files' names for the setting it runs in."""
+    async with open_session(tmp_path, call_budget=BUDGET, structured_content=SETTINGS[request.param]) as session:
+        yield session.client, request.param
 
 
 def check(name: str, text: str) -> None:
@@ -125,22 +132,22 @@ def check(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} changed: diff it against {path}"
 
 
-async def test_tools_list_is_as_recorded(client: Client) -> None:
-    listed = await client.list_tools()
+async def test_tools_list_is_as_recorded(client: tuple[Client, str]) -> None:
+    listed = await client[0].list_tools()
     tools = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]
-    check("tools_list.json", normalised(tools) + "\n")
+    check(f"tools_list{client[1]}.json", normalised(tools) + "\n")
 
 
-async def test_a_scripted_session_gives_the_recorded_results(client: Client) -> None:
+async def test_a_scripted_session_gives_the_recorded_results(client: tuple[Client, str]) -> None:
     results = []
     for tool, arguments in SCRIPT:
-        result = await client.call_tool(tool, arguments)
-        results.append(
-            {
-                "call": [tool, arguments],
-                "isError": result.is_error,
-                "text": [block.text for block in result.content if block.type == "text"],
-                "structured": result.structured_content,
-            }
-        )
-    check("session.json", normalised(results) + "\n")
+        result = await client[0].call_tool(tool, arguments)
+        recorded = {
+            "call": [tool, arguments],
+            "isError": result.is_error,
+            "text": [block.text for block in result.content if block.type == "text"],
+        }
+        if result.structured_content is not None:
+            recorded["structured"] = result.structured_content
+        results.append(recorded)
+    check(f"session{client[1]}.json", normalised(results) + "\n")

@@ -64,7 +64,7 @@ Owner: [Ada](../people/ada.md). Also [[Gracee]] (a typo) and ![[missing.png]].
 
 @pytest.fixture
 async def vault(tmp_path: Path) -> AsyncIterator[Session]:
-    async with open_session(tmp_path) as session:
+    async with open_session(tmp_path, structured_content=True) as session:
         session.seed("people/ada.md", ADA)
         session.seed("people/grace.md", GRACE)
         session.seed("projects/plan one.md", PLAN)
@@ -107,7 +107,10 @@ async def test_both_directions_by_default_and_a_path_without_md(vault: Session) 
     assert text.startswith("people/ada.md: 6 links out, 5 in (on 3 lines of 2 notes).\nOut (line  link → where")
     assert "In (note:line  the line):\npeople/grace.md:3  See [[ada]]" in text
     assert "projects/plan one.md:9  Owner: [Ada](../people/ada.md)." in text
-    assert result == {"path": "people/ada.md", "out": 6, "in": 5, "partial": False}
+    counts = {key: result[key] for key in ("path", "out", "in", "partial")}
+    assert counts == {"path": "people/ada.md", "out": 6, "in": 5, "partial": False}
+    assert result["summary"] == "people/ada.md: 6 links out, 5 in (on 3 lines of 2 notes)."
+    assert (len(result["linksOut"]), len(result["linksIn"])) == (6, 3)
 
 
 async def test_an_attachment_has_backlinks_from_its_embeds(vault: Session) -> None:

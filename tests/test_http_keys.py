@@ -46,7 +46,8 @@ def bob(vault: LocalVault) -> LocalUser:
 def service(vault: LocalVault, tmp_path: Path, alice: LocalUser, bob: LocalUser) -> Iterator[HttpService]:
     seed_in(vault, vault.add_project("alpha"), "plans/alpha.md", "Alpha's plan.\n")
     seed_in(vault, vault.add_project("beta"), "plans/secret.md", SECRET)
-    config = {"cache_dir": tmp_path / "cache", "audit_log": tmp_path / "audit.jsonl"}
+    # Structured content on: no note of one key's may reach another's in either half.
+    config = {"cache_dir": tmp_path / "cache", "audit_log": tmp_path / "audit.jsonl", "structured_content": True}
     with http_service(vault, key_from_client=True, config=config) as running:
         yield running
 
@@ -58,7 +59,7 @@ async def test_each_key_sees_only_its_own_projects_and_notes(
     async with mcp_client(service.url, bob.api_key) as as_bob:
         bobs = await as_bob.call_tool("list_projects", {})
         read = await as_bob.call_tool("read_note", {"path": "plans/secret.md", "projectId": beta})
-    assert (read.content[0].text, read.is_error) == (SECRET, False)  # now in the shared content cache
+    assert (read.content[0].text.partition("\n")[2], read.is_error) == (SECRET, False)  # now in the shared cache
     async with mcp_client(service.url, alice.api_key) as as_alice:
         alices = await as_alice.call_tool("list_projects", {})
         denied = await as_alice.call_tool("read_note", {"path": "plans/secret.md", "projectId": beta})
@@ -69,7 +70,7 @@ async def test_each_key_sees_only_its_own_projects_and_notes(
     assert denied.is_error and "bluefinch" not in denied.content[0].text
     assert found.is_error or "bluefinch" not in found.content[0].text
     assert "bluefinch" not in json.dumps(found.structured_content)
-    assert (own.content[0].text, own.is_error) == ("Alpha's plan.\n", False)
+    assert (own.content[0].text.partition("\n")[2], own.is_error) == ("Alpha's plan.\n", False)
 
 
 async def test_the_vault_refuses_a_viewers_write_with_the_viewers_key(

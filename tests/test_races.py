@@ -233,7 +233,7 @@ def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyo
                 {
                     "path": "recipe.md",
                     "edits": [{"oldText": "# Log\n", "newText": f"# Log\n- entry {number}\n"}],
-                    "expectedHash": read["structuredContent"]["contentHash"],
+                    "expectedHash": read["content"][0]["text"][len("[contentHash: ") : len("[contentHash: ") + 12],
                 },
             )
             for number, read in zip(pending, reads, strict=True)

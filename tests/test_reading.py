@@ -41,9 +41,14 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def header(text: str) -> str:
+    """The line read_note puts above what it read of a note with this content."""
+    return f"[contentHash: {digest(text)[:12]}]\n"
+
+
 @pytest.fixture
 def runner(clock: FakeClock) -> ToolRunner:
-    return ToolRunner(make_config(), clock=clock)
+    return ToolRunner(make_config(structured_content=True), clock=clock)
 
 
 def serve_note(mock: responses.RequestsMock, path: str, body: str | bytes, file_id: str = "f1", **record: Any) -> None:
@@ -180,8 +185,8 @@ async def test_a_missing_section_lists_at_most_50_names(runner: ToolRunner, http
 async def test_plain_read_note_is_unchanged(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     serve_note(http_mock, "book.md", NOTE)
     text, is_error, structured = await call(runner, "read_note", path="book.md")
-    assert (text, is_error) == (NOTE, False)  # the text exactly as stored, nothing added
-    assert structured == {"path": "book.md", "contentHash": digest(NOTE)}
+    assert (text, is_error) == (header(NOTE) + NOTE, False)  # the text exactly as stored, under its hash
+    assert structured == {"path": "book.md", "contentHash": digest(NOTE), "text": NOTE}
 
 
 async def test_a_section_read_returns_exactly_the_section(
@@ -189,8 +194,9 @@ async def test_a_section_read_returns_exactly_the_section(
 ) -> None:
     serve_note(http_mock, "book.md", NOTE)
     text, is_error, meta = await call(runner, "read_note", path="book.md", section=["Chapter 1", "Intro"])
-    assert (text, is_error) == ("## Intro\nIntro text.\n", False)
+    assert (text, is_error) == (header(NOTE) + "## Intro\nIntro text.\n", False)
     assert meta == {
+        "text": "## Intro\nIntro text.\n",
         "path": "book.md",
         "startLine": 7,
         "endLine": 8,
@@ -226,14 +232,14 @@ async def test_a_missing_subsection_names_its_siblings_and_the_top_level(
 async def test_a_line_range_is_1_based_and_inclusive(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     serve_note(http_mock, "book.md", NOTE)
     text, _, meta = await call(runner, "read_note", path="book.md", startLine=5, endLine=6)
-    assert text == "# Chapter 1\nOne.\n"
+    assert text == header(NOTE) + "# Chapter 1\nOne.\n"
     assert (meta["startLine"], meta["endLine"], meta["truncated"]) == (5, 6, False)
 
 
 async def test_an_end_line_past_the_end_stops_at_the_end(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     serve_note(http_mock, "book.md", NOTE)
     text, _, meta = await call(runner, "read_note", path="book.md", startLine=11, endLine=999)
-    assert text == "# Chapter 2\nTwo.\n"
+    assert text == header(NOTE) + "# Chapter 2\nTwo.\n"
     assert meta["endLine"] == 12
 
 
@@ -265,7 +271,7 @@ async def test_max_chars_cuts_at_a_line_boundary_and_says_how_to_read_on(
     serve_note(http_mock, "book.md", NOTE)
     text, is_error, meta = await call(runner, "read_note", path="book.md", section=["Chapter 1"], maxChars=30)
     assert not is_error
-    body, notice = text.split("\n\n[", 1)
+    body, notice = text.removeprefix(header(NOTE)).split("\n\n[", 1)
     assert body + "\n" == "# Chapter 1\nOne.\n## Intro\n"  # 26 characters; the next line would pass 30
     assert notice == (
         "Cut at maxChars=30: this is lines 5–7 of the 5–10 asked for. "
@@ -273,15 +279,16 @@ async def test_max_chars_cuts_at_a_line_boundary_and_says_how_to_read_on(
     )
     assert meta["truncated"] and meta["next"] == {"startLine": 8, "endLine": 10}
     text, _, _ = await call(runner, "read_note", path="book.md", startLine=8, endLine=10)
-    assert text == "Intro text.\n## Details\nDetails text.\n"
+    assert text == header(NOTE) + "Intro text.\n## Details\nDetails text.\n"
 
 
 async def test_a_line_longer_than_max_chars_shows_its_start(
     runner: ToolRunner, http_mock: responses.RequestsMock
 ) -> None:
-    serve_note(http_mock, "long.md", "x" * 50 + "\nnext\n")
+    long = "x" * 50 + "\nnext\n"
+    serve_note(http_mock, "long.md", long)
     text, _, meta = await call(runner, "read_note", path="long.md", maxChars=10)
-    assert text.startswith("x" * 10 + "\n\n[Cut: line 1 alone is longer than maxChars=10")
+    assert text.startswith(header(long) + "x" * 10 + "\n\n[Cut: line 1 alone is longer than maxChars=10")
     assert meta["truncated"] and "next" not in meta
 
 
@@ -306,11 +313,11 @@ async def test_a_batch_keeps_each_notes_result_and_one_failure_fails_no_other(
     assert not is_error
     missing = "Note not found: missing.md — did you mean Missing.md? Paths are case-sensitive."
     assert result["notes"] == [
-        {"path": "a.md", "contentHash": digest("alpha\n"), "chars": 6},
+        {"path": "a.md", "contentHash": digest("alpha\n"), "chars": 6, "text": "alpha\n"},
         {"path": "missing.md", "error": missing},
         {"path": "../escape.md", "error": "Parent traversal is not allowed: ../escape.md"},
         {"path": "pic.png", "error": "Not a text file: pic.png (image/png)."},
-        {"path": "b.md", "contentHash": digest("beta\n"), "chars": 5},
+        {"path": "b.md", "contentHash": digest("beta\n"), "chars": 5, "text": "beta\n"},
     ]
     assert "content" not in text.split("===")[0]  # the texts are in the text content only, not twice
     alpha = digest("alpha\n")[:12]  # the contentHash as texts show it
@@ -346,7 +353,8 @@ async def test_a_batch_shares_the_calls_one_budget() -> None:
 
     with loopback_server() as server:
         server.route("GET", "/api/projects/proj1/files", slow_lookup)
-        runner = ToolRunner(make_config(base_url=server.url, call_budget=3.0), clock=SystemClock())
+        config = make_config(base_url=server.url, call_budget=3.0, structured_content=True)
+        runner = ToolRunner(config, clock=SystemClock())
         _, _, result = await call(runner, "read_notes", paths=[f"n{i}.md" for i in range(12)])
         lookups = server.requests_to("GET", "/api/projects/proj1/files")
     errors = [note["error"] for note in result["notes"]]

@@ -83,7 +83,9 @@ FILE = "/api/projects/*/files/"
 
 @pytest.fixture(params=[True, False], ids=["conditional", "history"])
 async def vault(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
-    async with open_session(tmp_path, vault_options={"conditional_writes": request.param}) as session:
+    async with open_session(
+        tmp_path, structured_content=True, vault_options={"conditional_writes": request.param}
+    ) as session:
         seed(session)
         yield session
 
@@ -131,7 +133,12 @@ async def test_a_rename_rewrites_every_kind_of_link_to_the_note_and_not_one_othe
 async def test_the_result_says_which_notes_were_updated_in_a_few_lines(vault: Session) -> None:
     text = await vault.ok_text("move_note", path="people/ada.md", newPath="team/ada-lovelace.md")
     assert "Links: 14 links in 3 notes updated to team/ada-lovelace.md:" in text
-    assert "people/grace.md (9)\nprojects/plan.md (4)\nteam/ada-lovelace.md (1)" in text
+    lines = [line.split("; its contentHash is now ")[0] for line in text.splitlines()]
+    assert lines[2:5] == ["people/grace.md (9)", "projects/plan.md (4)", "team/ada-lovelace.md (1)"]
+    notes = ("people/grace.md", "projects/plan.md", "team/ada-lovelace.md")
+    for line, path in zip(text.splitlines()[2:5], notes, strict=True):
+        new_hash = hashlib.sha256(vault.content(path)).hexdigest()[:12]
+        assert line.endswith(f"; its contentHash is now {new_hash}"), line  # what its next edit of it takes
     assert "NOT updated" not in text
 
 
@@ -201,7 +208,7 @@ async def test_a_colleague_editing_a_linking_note_meanwhile_keeps_their_text_and
 
 
 async def test_write_scopes_that_forbid_a_linking_note_leave_it_unwritten_and_say_so(tmp_path: Path) -> None:
-    async with open_session(tmp_path, write_prefixes=("people/", "team/")) as session:
+    async with open_session(tmp_path, structured_content=True, write_prefixes=("people/", "team/")) as session:
         seed(session)
         dry = await session.ok_text("move_note", path="people/ada.md", newPath="team/ada-lovelace.md", dryRun=True)
         assert "1 note would not be updated:\nprojects/plan.md  (it is outside the write scopes)" in dry
@@ -216,23 +223,29 @@ async def test_write_scopes_that_forbid_a_linking_note_leave_it_unwritten_and_sa
 async def test_old_calls_keep_working_and_update_links_false_touches_no_other_note(vault: Session) -> None:
     contents = snapshot(vault)
     result = await vault.ok("move_note", path="people/ada.md", newPath="team/ada-lovelace.md", updateLinks=False)
-    assert result == {
-        "path": "team/ada-lovelace.md",
-        "previousPath": "people/ada.md",
-        "contentHash": hashlib.sha256(contents["people/ada.md"]).hexdigest(),
-    }
+    content_hash = hashlib.sha256(contents["people/ada.md"]).hexdigest()
+    summary = result.pop("summary")  # the text, which also says how to find the links left as they were
+    assert result == {"path": "team/ada-lovelace.md", "previousPath": "people/ada.md", "contentHash": content_hash}
+    assert summary.startswith(
+        f"Moved people/ada.md to team/ada-lovelace.md; its contentHash stays {content_hash[:12]}. Links to it in "
+        "other notes are not changed; search_notes(query="
+    )
     assert vault.text("people/grace.md") == GRACE
     assert vault.content("team/ada-lovelace.md") == contents["people/ada.md"]
     # A note nothing links to moves as it always did, with an empty list of updates.
     plain = await vault.ok("move_note", path="other.md", newPath="archive/other.md")
     assert plain["path"] == "archive/other.md" and vault.file_id("archive/other.md")
-    assert plain["links"] == {"updated": [], "notUpdated": []}
+    assert plain["links"] == {
+        "summary": "Links: none to change (no link resolved to the note, or each still does).",
+        "updated": [],
+        "notUpdated": [],
+    }
     text = await vault.ok_text("move_note", path="archive/other.md", newPath="other.md")
     assert text.endswith("\nLinks: none to change (no link resolved to the note, or each still does).")
 
 
 async def test_links_that_will_resolve_to_the_moved_note_are_left_and_told(tmp_path: Path) -> None:
-    async with open_session(tmp_path) as session:
+    async with open_session(tmp_path, structured_content=True) as session:
         session.seed("people/ada.md", "# Ada\n")
         session.seed("notes/x.md", "Broken so far: [[lovelace]].\n")
         text = await session.ok_text("move_note", path="people/ada.md", newPath="people/lovelace.md")

@@ -34,7 +34,9 @@ NOTES = {
 
 @pytest.fixture(params=[True, False], ids=["conditional", "history"])
 async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
-    async with open_session(tmp_path, vault_options={"conditional_writes": request.param}) as running:
+    async with open_session(
+        tmp_path, structured_content=True, vault_options={"conditional_writes": request.param}
+    ) as running:
         for path, text in NOTES.items():
             running.seed(path, text)
         yield running
@@ -42,7 +44,7 @@ async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
 
 @pytest.fixture
 async def plain(tmp_path: Path) -> AsyncIterator[Session]:
-    async with open_session(tmp_path, audit_log=tmp_path / "audit.jsonl") as running:
+    async with open_session(tmp_path, structured_content=True, audit_log=tmp_path / "audit.jsonl") as running:
         for path, text in NOTES.items():
             running.seed(path, text)
         yield running
@@ -124,10 +126,18 @@ async def test_applying_writes_each_note_once_with_a_key_of_its_own(session: Ses
         "replace_in_notes", find="Acme", replace="Globex", dryRun=False, expectedCount=3
     )
     assert not is_error, text
-    assert text.startswith('Replaced "Acme" → "Globex" in 2 of 2 notes (3 of 3 matches).')
-    assert "Applied:" not in text  # every note the preview listed
     assert session.text("clients/acme.md") == "# Client\n\nGlobex signed in May. Call Globex in June.\n"
     assert session.text("meetings/2026-11-02.md") == "# Sync\n\n- [ ] Send Globex the invoice\n"
+    assert (
+        text.splitlines()
+        == [  # each note's new contentHash in the text itself: a text-only host needs it
+            'Replaced "Acme" → "Globex" in 2 of 2 notes (3 of 3 matches).',
+            f"Applied: clients/acme.md (2); its contentHash is now {digest(session.text('clients/acme.md'))[:12]}.",
+            "Applied: meetings/2026-11-02.md (1); its contentHash is now "
+            f"{digest(session.text('meetings/2026-11-02.md'))[:12]}.",
+        ]
+    )
+    assert "structured" not in text
     assert session.text("people/ada.md") == NOTES["people/ada.md"]
     assert [(note["path"], note["status"]) for note in result["notes"]] == [
         ("clients/acme.md", "applied"),
@@ -176,7 +186,10 @@ async def test_a_colleagues_write_at_the_moment_of_one_put_is_that_notes_conflic
     )
     assert not is_error, text  # one note applied: the call did something
     assert text.startswith('Replaced "Acme" → "Globex" in 1 of 2 notes (2 of 3 matches); 1 conflict.')
-    assert "Applied: clients/acme.md (2)\nConflict: meetings/2026-11-02.md (1): " in text
+    acme = digest(session.text("clients/acme.md"))[:12]
+    assert (
+        f"Applied: clients/acme.md (2); its contentHash is now {acme}.\nConflict: meetings/2026-11-02.md (1): " in text
+    )
     assert session.text("meetings/2026-11-02.md") == theirs  # theirs stands: never replaced, or put back
     assert "Globex" in session.text("clients/acme.md")
     statuses = {note["path"]: note["status"] for note in result["notes"]}
@@ -227,7 +240,9 @@ async def test_a_note_that_is_not_utf8_is_left_alone(plain: Session) -> None:
 async def test_notes_outside_the_write_scope_are_reported_and_left_alone_and_each_note_written_is_audited(
     tmp_path: Path,
 ) -> None:
-    async with open_session(tmp_path, audit_log=tmp_path / "audit.jsonl", write_prefixes=("meetings/",)) as scoped:
+    async with open_session(
+        tmp_path, structured_content=True, audit_log=tmp_path / "audit.jsonl", write_prefixes=("meetings/",)
+    ) as scoped:
         for path, content in NOTES.items():
             scoped.seed(path, content)
         text, _, result = await scoped.call("replace_in_notes", find="Acme", replace="Globex")
@@ -252,7 +267,7 @@ async def test_notes_outside_the_write_scope_are_reported_and_left_alone_and_eac
 
 
 async def test_a_preview_diffs_the_first_notes_and_counts_the_rest(tmp_path: Path) -> None:
-    async with open_session(tmp_path) as session:
+    async with open_session(tmp_path, structured_content=True) as session:
         for number in range(PREVIEW_NOTES + 3):
             session.seed(f"n/{number:03d}.md", f"Acme {number}\n")
         text, _, result = await session.call("replace_in_notes", find="Acme", replace="Globex")
@@ -264,7 +279,7 @@ async def test_a_preview_diffs_the_first_notes_and_counts_the_rest(tmp_path: Pat
 
 async def test_notes_the_budget_leaves_no_time_for_are_reported_not_reached(tmp_path: Path) -> None:
     clock = FakeClock()
-    async with open_session(tmp_path, clock=clock) as session:
+    async with open_session(tmp_path, structured_content=True, clock=clock) as session:
         for path, text in NOTES.items():
             session.seed(path, text)
         # while the first note is written, the budget runs down to less than a write needs

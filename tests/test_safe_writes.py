@@ -26,14 +26,14 @@ NOTE = "# Tasks\n- [ ] call Kuzma\n- [ ] send the report\n"
 
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[Session]:
-    async with open_session(tmp_path) as running:
+    async with open_session(tmp_path, structured_content=True) as running:
         yield running
 
 
 @pytest.fixture
 async def old_server(tmp_path: Path) -> AsyncIterator[Session]:
     """A vault that ignores Idempotency-Key, as the public Team Vault server does."""
-    async with open_session(tmp_path, vault_options={"idempotency": False}) as running:
+    async with open_session(tmp_path, structured_content=True, vault_options={"idempotency": False}) as running:
         yield running
 
 
@@ -171,9 +171,11 @@ async def test_versions_can_be_read_diffed_and_restored_as_a_new_version(session
     assert [v["versionNumber"] for v in versions] == [2, 1]
 
     text, _, meta = await session.call("read_note_version", path="n.md", version=1)
-    assert text == first and meta["version"]["versionNumber"] == 1
+    header, _, body = text.partition("\n")  # the first line names the version's contentHash
+    assert header == f"[contentHash: {digest(first)[:12]}]" and body == first
+    assert meta["version"]["versionNumber"] == 1 and meta["text"] == first
     by_id, _, _ = await session.call("read_note_version", path="n.md", version=versions[1]["id"])
-    assert by_id == first
+    assert by_id.partition("\n")[2] == first
 
     diff = await session.ok("diff_note_versions", path="n.md", **{"from": 1})
     assert diff["changed"] and "-Ёлка\n-line two\n+changed" in diff["diff"]

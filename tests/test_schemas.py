@@ -251,7 +251,7 @@ def test_paths_come_from_the_template() -> None:
 
 def schema_session(vault: LocalVault, **config: Any) -> AbstractAsyncContextManager[Session]:
     """A session on ``vault`` with ``schemas/`` as the schema folder, keeping what the server sends unasked."""
-    return session_on(vault, collect_messages=True, **{"schema_dir": "schemas/", **config})
+    return session_on(vault, collect_messages=True, **{"schema_dir": "schemas/", "structured_content": True, **config})
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ class Vault:
         self.cache_dir = cache_dir
 
     def runner(self, budget: float = 10.0) -> ToolRunner:
-        return runner_on(self.vault, call_budget=budget, cache_dir=self.cache_dir)
+        return runner_on(self.vault, call_budget=budget, cache_dir=self.cache_dir, structured_content=True)
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ async def test_a_hit_points_at_a_section_read_note_accepts(vault: Vault) -> None
     assert 'handbook.md:5 section="Handbook > Budget" · The travel budget is reviewed every quarter.' in text
     for shown in (hit["tocPath"], "Handbook > Budget"):  # the structured tocPath, and the text's form of it
         section, _, _ = await call_once(runner, "read_note", path=hit["path"], section=shown)
-        assert section == "## Budget\nThe travel budget is reviewed every quarter.\n"
+        assert section.split("\n", 1)[1] == "## Budget\nThe travel budget is reviewed every quarter.\n"
 
 
 async def test_the_old_text_is_never_found_after_an_update(vault: Vault) -> None:

@@ -70,7 +70,8 @@ async def connected(runner: ToolRunner) -> AsyncIterator[Client]:
 
 @pytest.fixture
 def runner(clock: FakeClock) -> ToolRunner:
-    return ToolRunner(make_config(), clock=clock)
+    """Structured content on: these tests read results as data too (the text is the same either way)."""
+    return ToolRunner(make_config(structured_content=True), clock=clock)
 
 
 async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
@@ -142,10 +143,11 @@ async def test_whoami_and_list_projects(runner: ToolRunner, http_mock: responses
     )
     text, is_error, structured = await call(runner, "whoami")
     assert not is_error
-    assert structured == {"id": "u1", "email": "k@m.ru", "name": "Кузьма"}
-    assert "Кузьма" in text
+    assert structured == {"id": "u1", "email": "k@m.ru", "name": "Кузьма", "summary": text}
+    assert text == "Кузьма <k@m.ru>, user id u1."
     text, is_error, structured = await call(runner, "list_projects")
-    assert structured == {"projects": [{"id": "p1", "slug": "team", "name": "Team"}]}
+    assert structured["projects"] == [{"id": "p1", "slug": "team", "name": "Team"}]
+    assert text.splitlines()[1] == "p1  Team (team)"
 
 
 async def test_list_notes_gives_path_type_and_numeric_size(
@@ -171,9 +173,10 @@ async def test_read_note_returns_the_raw_text(runner: ToolRunner, http_mock: res
     resolves(http_mock, "notes/a.md", file_record("notes/a.md", "f1"))
     http_mock.get(f"{FILES}/f1", body="# Title\n\nÜmlaut — text\n".encode())
     text, is_error, structured = await call(runner, "read_note", path="notes/a.md")
-    assert (text, is_error) == ("# Title\n\nÜmlaut — text\n", False)
     digest = hashlib.sha256("# Title\n\nÜmlaut — text\n".encode()).hexdigest()
-    assert structured == {"path": "notes/a.md", "contentHash": digest}
+    # One block: the hash's line, then the note's bytes exactly; the data says the same.
+    assert (text, is_error) == (f"[contentHash: {digest[:12]}]\n# Title\n\nÜmlaut — text\n", False)
+    assert structured == {"path": "notes/a.md", "contentHash": digest, "text": "# Title\n\nÜmlaut — text\n"}
 
 
 @pytest.mark.parametrize("spelling", ["./dir/a.md", "dir\\a.md", "dir//a.md", "x/../dir/a.md", "dir/./a.md"])
@@ -183,7 +186,7 @@ async def test_a_path_in_another_spelling_names_the_same_note(
     resolves(http_mock, "dir/a.md", file_record("dir/a.md", "f1"))
     http_mock.get(f"{FILES}/f1", body=b"same note")
     text, is_error, _ = await call(runner, "read_note", path=spelling)
-    assert (text, is_error) == ("same note", False)
+    assert (text, is_error) == (f"[contentHash: {hashlib.sha256(b'same note').hexdigest()[:12]}]\nsame note", False)
 
 
 async def test_read_note_of_a_missing_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
@@ -215,7 +218,14 @@ async def test_write_note_creates_a_new_note(runner: ToolRunner, http_mock: resp
     text, is_error, structured = await call(runner, "write_note", path="meetings//2026-11-30.md", content="Agenda\n")
     assert not is_error, text
     digest = hashlib.sha256(b"Agenda\n").hexdigest()
-    assert structured == {"path": "meetings/2026-11-30.md", "action": "created", "size": 7, "contentHash": digest}
+    assert structured == {
+        "path": "meetings/2026-11-30.md",
+        "action": "created",
+        "size": 7,
+        "contentHash": digest,
+        "summary": f"Created meetings/2026-11-30.md (7 bytes); its contentHash is {digest[:12]}.",
+    }
+    assert text == structured["summary"]
     post = http_mock.calls[1].request
     assert b'name="path"\r\n\r\nmeetings/2026-11-30.md' in post.body
     assert b"Content-Type: text/markdown" in post.body
@@ -231,9 +241,16 @@ async def test_write_note_updates_an_existing_note(runner: ToolRunner, http_mock
         {"id": "v1", "versionNumber": 1, "contentHash": "0" * 64},
     ]
     http_mock.get(f"{FILES}/f1/versions", json={"versions": history})
-    _, is_error, structured = await call(runner, "write_note", path="a.md", content="new text\n")
+    text, is_error, structured = await call(runner, "write_note", path="a.md", content="new text\n")
     assert not is_error
-    assert structured == {"path": "a.md", "action": "updated", "size": 9, "contentHash": digest}
+    assert structured == {
+        "path": "a.md",
+        "action": "updated",
+        "size": 9,
+        "contentHash": digest,
+        "summary": f"Updated a.md (9 bytes); its contentHash is now {digest[:12]}.",
+    }
+    assert text == structured["summary"]
     put = http_mock.calls[1].request
     assert put.body == b"new text\n"
     assert put.headers["If-Match"] == '"' + "0" * 64 + '"'  # the hash the listing gave: atomic where supported
@@ -270,14 +287,20 @@ async def test_move_note(runner: ToolRunner, http_mock: responses.RequestsMock) 
     moved = file_record("projects/idea.md", "f1", contentHash=hashlib.sha256(text).hexdigest(), size=str(len(text)))
     http_mock.get(FILES, match=[matchers.query_param_matcher({})], json={"files": [moved]})
     http_mock.get(f"{FILES}/f1", body=text)
-    _, is_error, structured = await call(runner, "move_note", path="inbox/idea.md", newPath="projects\\idea.md")
+    text, is_error, structured = await call(runner, "move_note", path="inbox/idea.md", newPath="projects\\idea.md")
     assert not is_error
     assert structured == {
         "path": "projects/idea.md",
         "previousPath": "inbox/idea.md",
         "contentHash": "0" * 64,
-        "links": {"updated": [], "notUpdated": []},
+        "summary": "Moved inbox/idea.md to projects/idea.md; its contentHash stays 000000000000.",
+        "links": {
+            "summary": "Links: none to change (no link resolved to the note, or each still does).",
+            "updated": [],
+            "notUpdated": [],
+        },
     }
+    assert text.splitlines() == [structured["summary"], structured["links"]["summary"]]
 
 
 async def test_move_note_refuses_a_bad_target_before_any_request(
@@ -291,9 +314,9 @@ async def test_move_note_refuses_a_bad_target_before_any_request(
 async def test_delete_note(runner: ToolRunner, http_mock: responses.RequestsMock) -> None:
     resolves(http_mock, "old.md", file_record("old.md", "f1"))
     http_mock.delete(f"{FILES}/f1", json={"success": True})
-    _, is_error, structured = await call(runner, "delete_note", path="./old.md")
+    text, is_error, structured = await call(runner, "delete_note", path="./old.md")
     assert not is_error
-    assert structured == {"path": "old.md", "action": "deleted"}
+    assert (structured["path"], structured["action"], structured["summary"]) == ("old.md", "deleted", text)
     assert http_mock.calls[1].request.headers["Idempotency-Key"]
 
 
@@ -301,7 +324,7 @@ async def test_project_id_argument_overrides_the_default(runner: ToolRunner, htt
     http_mock.get(f"{BASE}/api/projects/other/files", json={"files": []})
     _, is_error, structured = await call(runner, "list_notes", projectId="other")
     assert not is_error
-    assert structured == {"notes": []}
+    assert structured == {"notes": [], "summary": "The project holds no files."}
 
 
 async def test_without_any_project_the_tool_says_to_call_list_projects(
@@ -528,7 +551,7 @@ class RunnerWithTestTools(ToolRunner):
 
 @pytest.fixture
 def test_runner(clock: FakeClock) -> ToolRunner:
-    return RunnerWithTestTools(make_config(), clock=clock)
+    return RunnerWithTestTools(make_config(structured_content=True), clock=clock)
 
 
 async def test_an_internal_error_before_any_write_request_does_not_say_it_may_have_been_applied(
@@ -567,7 +590,7 @@ async def test_a_write_whose_lookup_got_no_answer_sent_nothing_and_says_so(
 
 async def test_a_result_nested_too_deeply_to_send_becomes_a_tool_error(test_runner: ToolRunner) -> None:
     text, is_error, structured = await call(test_runner, "deep_result")
-    assert is_error and structured is None
+    assert is_error and structured == {"error": {"message": text}}
     assert text == (
         "The result of deep_result nests arrays and objects more than 100 levels deep, deeper than this server "
         "sends. Nothing of it was sent; read the note's text with read_note instead."

@@ -41,7 +41,9 @@ WRITES: dict[str, tuple[dict[str, Any], str | None]] = {
 
 @pytest.fixture(params=[True, False], ids=["conditional", "history"])
 async def session(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Session]:
-    async with open_session(tmp_path, vault_options={"conditional_writes": request.param}) as running:
+    async with open_session(
+        tmp_path, structured_content=True, vault_options={"conditional_writes": request.param}
+    ) as running:
         await running.ok("write_note", path="a.md", content="first\n")  # version 1, for restore_note_version
         await running.ok("write_note", path="a.md", content=NOTE)
         yield running

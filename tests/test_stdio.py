@@ -237,7 +237,7 @@ def test_deep_and_hostile_traffic_over_stdio_is_answered_and_the_process_lives_o
     assert "nests arrays and objects more than 64 levels deep" in deep["result"]["content"][0]["text"]
     assert deeper["id"] == 11 and deeper["error"]["code"] == types.INVALID_REQUEST
     assert whoami["id"] == 12 and whoami["result"]["isError"] is False
-    name = whoami["result"]["structuredContent"]["name"]
+    name = whoami["result"]["content"][0]["text"]
     assert name.startswith("K\ufffdz ")  # the lone surrogate became U+FFFD instead of ending the process
     assert "X-API-Key" in name and API_KEY not in json.dumps(whoami) and "***" in name
     assert alive == {"jsonrpc": "2.0", "id": 13, "result": {}}

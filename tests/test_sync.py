@@ -117,7 +117,13 @@ def team_folder(count: int = 10, word: str = "needle") -> dict[str, bytes]:
 
 
 def runner_for(server: LoopbackServer, tmp_path: Path, **config: Any) -> ToolRunner:
-    values = {"base_url": server.url, "cache_dir": tmp_path / "cache", "call_budget": 30.0, **config}
+    values = {
+        "base_url": server.url,
+        "cache_dir": tmp_path / "cache",
+        "call_budget": 30.0,
+        "structured_content": True,
+        **config,
+    }
     return ToolRunner(make_config(**values), clock=SystemClock(), policy=FAST)
 
 
@@ -335,7 +341,7 @@ async def test_without_the_route_notes_come_one_by_one_and_the_server_is_not_ask
         for number in range(10):
             seed(vault, f"a/n{number}.md", note(number))
             seed(vault, f"b/n{number}.md", note(number + 10))
-        runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+        runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
         _, _, result = await call_once(runner, "search_notes", query="needle")
         assert (result["totalNotes"], result["partial"]) == (20, False)
         assert runner.sync.route.present is False and runner.sync.route.probes == 1
@@ -408,7 +414,7 @@ async def test_a_cancel_during_an_archive_download_closes_its_socket_and_leaves_
 ) -> None:
     vault = two_folders
     vault.faults.add("GET", ARCHIVE.replace(PROJECT, "*"), Fault.hang(at_most=60), times=2)
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=45.0)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=45.0, structured_content=True)
     async with Client(build_server(runner), mode="legacy") as client:
         async with anyio.create_task_group() as group:
 
@@ -431,7 +437,7 @@ async def test_a_cancel_while_an_archive_streams_in_keeps_only_whole_checked_ent
 ) -> None:
     vault = two_folders
     vault.faults.add("GET", ARCHIVE.replace(PROJECT, "*"), Fault.drip(0.002), times=2)
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=45.0)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=45.0, structured_content=True)
     updates: list[float] = []
     async with Client(build_server(runner), mode="legacy") as client:
         async with anyio.create_task_group() as group:
@@ -461,7 +467,7 @@ async def test_a_budget_that_ends_during_an_archive_gives_a_partial_answer_and_a
     vault.faults.chooser = lambda method, path: (
         Fault.hang(at_most=60) if path.endswith("/folders/download") and fast.is_set() else None
     )
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=3.5)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=3.5, structured_content=True)
     text, is_error, result = await call_once(runner, "search_notes", query="needle")
     fast.clear()
     assert not is_error
@@ -469,7 +475,9 @@ async def test_a_budget_that_ends_during_an_archive_gives_a_partial_answer_and_a
     assert "the call's time budget ran out" in text
     assert cache_entries(tmp_path) == set()
     _, _, result = await call_once(
-        runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0), "search_notes", query="needle"
+        runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True),
+        "search_notes",
+        query="needle",
     )
     assert (result["totalNotes"], result["partial"]) == (20, False)
 
@@ -480,13 +488,13 @@ async def test_a_budget_that_ends_during_an_archive_gives_a_partial_answer_and_a
 async def test_the_index_keeps_only_folded_text_when_the_disk_cache_has_the_raw(
     two_folders: LocalVault, tmp_path: Path
 ) -> None:
-    cached = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    cached = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     text, _, result = await call_once(cached, "search_notes", query="NEEDLE")
     assert result["totalNotes"] == 20 and "The needle is in note" in text  # hits show the raw text
     entries = [cached.index.get(digest(note(number))) for number in range(20)]
     assert all(entry is not None and entry.kept_raw is None for entry in entries)
     assert entries[0] is not None and entries[0].raw == note(0).decode()  # read back from the disk cache
-    uncached = runner_on(two_folders, cache_dir=None, call_budget=30.0)
+    uncached = runner_on(two_folders, cache_dir=None, call_budget=30.0, structured_content=True)
     await call_once(uncached, "search_notes", query="needle")
     assert all(uncached.index.get(digest(note(number))).kept_raw is not None for number in range(20))  # type: ignore[union-attr]
 
@@ -506,7 +514,7 @@ def evict_everything(runner: ToolRunner, vault: LocalVault, tmp_path: Path) -> N
 async def test_hits_are_shown_even_when_another_process_evicted_the_note_from_the_cache(
     two_folders: LocalVault, tmp_path: Path
 ) -> None:
-    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     await call_once(runner, "search_notes", query="needle")
     evict_everything(runner, two_folders, tmp_path)
     text, _, result = await call_once(runner, "search_notes", query="needle", limit=3)
@@ -516,7 +524,7 @@ async def test_hits_are_shown_even_when_another_process_evicted_the_note_from_th
 async def test_replace_in_notes_reads_again_the_notes_another_process_evicted_from_the_cache(
     two_folders: LocalVault, tmp_path: Path
 ) -> None:
-    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     await call_once(runner, "search_notes", query="needle")  # the index names every note, the cache has the text
     evict_everything(runner, two_folders, tmp_path)
     _, _, result = await call_once(runner, "replace_in_notes", find="needle", replace="pin")
@@ -526,7 +534,7 @@ async def test_replace_in_notes_reads_again_the_notes_another_process_evicted_fr
 async def test_replace_in_notes_counts_an_evicted_note_it_cannot_read_again_as_not_searched_and_applies_nothing(
     two_folders: LocalVault, tmp_path: Path
 ) -> None:
-    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     await call_once(runner, "search_notes", query="needle")
     evict_everything(runner, two_folders, tmp_path)
     two_folders.faults.add("GET", "/api/projects/*/files/*", Fault.answer(404), times=1)  # one note gone meanwhile
@@ -535,10 +543,11 @@ async def test_replace_in_notes_counts_an_evicted_note_it_cannot_read_again_as_n
     assert "1 note could not be read (some notes could not be read again)" in text
     evict_everything(runner, two_folders, tmp_path)
     two_folders.faults.add("GET", "/api/projects/*/files/*", Fault.answer(404), times=1)  # and again for the apply
-    text, _, result = await call_once(
+    text, is_error, result = await call_once(
         runner, "replace_in_notes", find="needle", replace="pin", dryRun=False, expectedCount=19
     )
-    assert result is None and "Nothing was written" in text, text  # never a rename of only some notes
+    assert is_error and "Nothing was written" in text, text  # never a rename of only some notes
+    assert result == {"error": {"message": text, "mayHaveBeenApplied": False}}
     assert not [e for e in two_folders.faults.seen if e[0] == "PUT"]
 
 
@@ -546,7 +555,7 @@ async def test_the_link_index_reads_again_the_notes_another_process_evicted_from
     two_folders: LocalVault, tmp_path: Path
 ) -> None:
     seed(two_folders, "c/tagged.md", b"# Tagged\n\nThe needle, #urgent.\n")
-    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     await call_once(runner, "search_notes", query="needle")  # in the search index; the link index has read none
     evict_everything(runner, two_folders, tmp_path)
     two_folders.faults.add("GET", "/api/projects/*/files/*", Fault.answer(404), times=1)  # one of them gone meanwhile

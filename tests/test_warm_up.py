@@ -62,7 +62,7 @@ def requests(vault: LocalVault, since: int = 0) -> list[str]:
 async def test_the_warm_up_syncs_the_default_project_and_the_first_search_costs_one_listing(
     vault: LocalVault, tmp_path: Path
 ) -> None:
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     try:
         warmed(runner)
         report = runner.warm_up
@@ -79,11 +79,11 @@ async def test_the_warm_up_syncs_the_default_project_and_the_first_search_costs_
 
 
 async def test_a_restart_with_the_disk_cache_costs_one_listing(vault: LocalVault, tmp_path: Path) -> None:
-    first = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    first = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     warmed(first)
     first.close()
     before = len(vault.faults.seen)
-    again = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    again = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     try:
         warmed(again)
         assert again.warm_up is not None
@@ -130,7 +130,7 @@ async def test_a_call_during_the_warm_up_is_served_while_the_warm_up_s_downloads
     vault: LocalVault, tmp_path: Path
 ) -> None:
     vault.faults.add("GET", ARCHIVE, Fault.hang(at_most=60), times=2)
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     try:
         report = runner.start_warm_up()
         await await_until(lambda: len(vault.faults.injected) == 2, "both archives held by the vault")
@@ -148,7 +148,7 @@ async def test_a_call_during_the_warm_up_is_served_while_the_warm_up_s_downloads
 
 async def test_the_warm_up_starts_no_download_while_a_call_runs(vault: LocalVault, tmp_path: Path) -> None:
     vault.faults.add("GET", "/api/auth/me", Fault.hang(at_most=60))
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     try:
         async with Client(build_server(runner), mode="legacy") as client:
             async with anyio.create_task_group() as group:
@@ -173,7 +173,7 @@ async def test_a_search_during_the_warm_up_waits_for_the_notes_in_flight_and_rep
     vault: LocalVault, tmp_path: Path
 ) -> None:
     vault.faults.add("GET", ARCHIVE, Fault.drip(0.01), times=2)  # the warm-up's archives come slowly
-    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     progress: list[float] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:

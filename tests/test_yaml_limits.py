@@ -278,7 +278,7 @@ async def test_a_schema_note_bomb_is_a_listed_problem_and_the_other_schemas_load
     )
     seed(vault, "schemas/bomb.md", f"```yaml schema\n{laughs()}```\n")
     seed(vault, "schemas/person.md", schema)
-    async with limited_session(vault, schema_dir="schemas/") as session:
+    async with limited_session(vault, schema_dir="schemas/", structured_content=True) as session:
         text, is_error, listed = await session.call("list_schemas")
         assert not is_error, text
         assert [schema["tool"] for schema in listed["schemas"]] == ["upsert_person"]

@@ -25,7 +25,7 @@ from teamvault_mcp.server import lean as lean_stdio
 from teamvault_mcp.server.runner import CANCEL_GRACE, ToolRunner
 from teamvault_mcp.server.stdio import serve_stdio
 from teamvault_mcp.tools.context import ToolSet
-from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.tools.spec import Tool, with_errors
 from teamvault_mcp.tools.table import TOOLS
 from teamvault_mcp.tools.team_note import TEAM_NOTE_LIMIT, TeamNote, load_team_note
 from teamvault_mcp.vault.ahead import ConnectionsAhead
@@ -69,6 +69,7 @@ READ: tuple[Clause, ...] = (
         "Anything cut says so and gives the call that reads on. Reads give the note's contentHash: the 12 hex digits "
         "a text shows are what expectedHash takes.",
     ),
+    (("read_note",), "read_note's first line, [contentHash: …], is not part of the note."),
 )
 WRITE: tuple[Clause, ...] = (
     (
@@ -200,7 +201,8 @@ def _tool_definition(tool: Tool, tools: ToolSet) -> types.Tool:
         title=tool.title,
         description=tool.describe(tools),
         input_schema=tool.input_schema(tools),
-        output_schema=tool.output_schema,
+        # Only with TEAM_VAULT_STRUCTURED_CONTENT=on: then every result carries structuredContent of this shape.
+        output_schema=with_errors(tool.output_schema) if tools.structured and tool.output_schema else None,
         annotations=types.ToolAnnotations(
             title=tool.title,
             read_only_hint=not tool.writes,

@@ -147,7 +147,10 @@ class ToolRunner:
             config = self.config
             chosen = tools_for(config.read_only, schemas, named=config.tools_named, dropped=config.tools_dropped)
             tools = {tool.name: tool for tool in chosen}
-            current = (generation, tools, ToolSet(frozenset(tools), config.max_read_chars, config.single_project))
+            registered = ToolSet(
+                frozenset(tools), config.max_read_chars, config.single_project, config.structured_content
+            )
+            current = (generation, tools, registered)
             self._tools = current
         return current
 
@@ -280,7 +283,7 @@ class ToolRunner:
         await self.schemas_ready()
         tool = self.tools.get(name)
         if tool is None:
-            return ToolOutput(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.", is_error=True)
+            return error_output(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
         try:
             _check_nesting(arguments or {})
             args = tool.check_arguments(arguments)
@@ -289,36 +292,34 @@ class ToolRunner:
             refused = failure(error, write_sent=False)
             if tool.writes:
                 self._audit(tool, arguments or {}, refused)
-            return ToolOutput(refused.text, is_error=True)
+            return failed_output(refused)
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
         output: ToolOutput | Failure = await self._in_worker(
             lambda: self._execute(tool, args, budget, token, progress), token
         )
         if isinstance(output, Failure):
-            return ToolOutput(output.text, is_error=True)
+            return failed_output(output)
         return output
 
     def _deliverable(self, name: str, output: ToolOutput) -> types.CallToolResult:
-        """The result to send: without the API key or lone surrogates; a tool error if it nests too deeply to send."""
-        structured = output.structured
+        """The result to send: one text block, and ``structuredContent`` only with TEAM_VAULT_STRUCTURED_CONTENT=on
+        (hosts show the model one or the other, and some only a first block: each is whole on its own). Never the
+        API key or lone surrogates; a tool error if the data nests too deeply to send."""
+        structured = output.structured if self.config.structured_content else None
         if structured is not None and nesting_depth(structured, MAX_RESULT_DEPTH) > MAX_RESULT_DEPTH:
             log.warning("the result of %s nests more than %d levels deep; not sent", name, MAX_RESULT_DEPTH)
-            output = ToolOutput(
+            output = error_output(
                 f"The result of {name} nests arrays and objects more than {MAX_RESULT_DEPTH} levels deep, deeper "
-                "than this server sends. Nothing of it was sent; read the note's text with read_note instead.",
-                is_error=True,
+                "than this server sends. Nothing of it was sent; read the note's text with read_note instead."
             )
-            structured = None
+            structured = output.structured
 
         def safe(text: str) -> str:
             return valid_unicode(self._redactor.text(text))
 
-        content: list[types.ContentBlock] = [
-            types.TextContent(type="text", text=safe(text)) for text in (output.text, *output.more_text)
-        ]
         return types.CallToolResult(
-            content=content,
+            content=[types.TextContent(type="text", text=safe(output.text))],
             structured_content=map_strings(structured, safe) if structured is not None else None,
             is_error=output.is_error,
         )
@@ -438,6 +439,17 @@ class ToolRunner:
             self._slots = (loop, asyncio.Semaphore(MAX_CONCURRENT_CALLS))
         async with self._slots[1]:  # waiting here is cancellable: a queued call never starts
             return await self._threads.run(work, on_cancel=token.cancel, grace=CANCEL_GRACE)
+
+
+def error_output(text: str, facts: dict[str, Any] | None = None) -> ToolOutput:
+    """A tool error: its message is the text, and the data (when structured content is on) says it again under
+    ``error``, with what the error knows as data (``spec.ERROR``: every output schema admits it)."""
+    return ToolOutput(text, {"error": {"message": text, **(facts or {})}}, is_error=True)
+
+
+def failed_output(ended: Failure) -> ToolOutput:
+    """The result of a call that failed: the message, and whether the change may or may not have been applied."""
+    return error_output(ended.text, {**ended.error.facts(), "mayHaveBeenApplied": ended.audited == "uncertain"})
 
 
 def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:

@@ -82,6 +82,8 @@ class Excerpt:
         }
         if self.section:
             result["section"] = list(self.section)
+        if self.truncated:
+            result["notice"] = self.notice()
         if self.truncated and not self.partial_line:
             result["next"] = {"startLine": self.end_line + 1, "endLine": self.wanted_end}
         return result

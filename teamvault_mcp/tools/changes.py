@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError
 from teamvault_mcp.text.moments import parse_moment, shown, since_moment
 from teamvault_mcp.text.paths import folder_prefix
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -78,28 +79,32 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     window = f" since {shown(since)}" if since is not None else ""
     where = f" under {prefix}" if prefix else ""
     kinds = Counter(change.kind for change in changes)
-    summary = ", ".join(f"{kinds[kind]:,} {kind}" for kind in ("created", "updated", "deleted") if kinds[kind])
-    lines = [
+    counted = ", ".join(f"{kinds[kind]:,} {kind}" for kind in ("created", "updated", "deleted") if kinds[kind])
+    answer = Answer(changes=[], total=len(changes), shown=min(limit, len(changes)))
+    answer.summary(
         f"{len(changes):,} change{'' if len(changes) == 1 else 's'}{window}{where}"
-        + (f" ({summary}); newest first, by = the note's last writer:" if changes else ".")
-    ]
+        + (f" ({counted}); newest first, by = the note's last writer:" if changes else ".")
+    )
     for change in changes[:limit]:
-        lines.append(f"{shown(change.when)}  {change.kind}  {change.path}  by {_who(change.by, me)}")
+        when = shown(change.when)
+        by_you = change.by is not None and change.by == me
+        record = {"when": when, "kind": change.kind, "path": change.path, "by": change.by, "byYou": by_you}
+        answer.row("changes", f"{when}  {change.kind}  {change.path}  by {_who(change.by, me)}", record)
     if len(changes) > limit:
-        lines.append(
+        answer.notice(
             f"[Cut: the newest {limit:,} of {len(changes):,} shown. Narrow with since or prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
     if undated:
-        lines.append(
+        answer.notice(
             f"[{undated:,} {'file is' if undated == 1 else 'files are'} not shown: the server gave "
             f"{'it' if undated == 1 else 'them'} no date in a form this server reads.]"
         )
     if changes:
-        lines.append(
+        answer.notice(
             "What changed in a note: diff_note_versions(path, from=…); who wrote each version: list_note_versions."
         )
-    return ToolOutput("\n".join(lines), {"changes": len(changes), "shown": min(limit, len(changes))})
+    return answer.output()
 
 
 def _my_id(ctx: ToolContext) -> str | None:
@@ -131,5 +136,24 @@ TOOLS: tuple[Tool, ...] = (
             Param("includeDeleted", "Default true.", kind="flag", required=False),
         ),
         handler=recent_changes,
+        output_schema=answer_schema(
+            {
+                "changes": rows(
+                    object_schema(
+                        {
+                            "when": STRING,
+                            "kind": {"type": "string", "enum": ["created", "updated", "deleted"]},
+                            "path": STRING,
+                            "by": NULLABLE_STRING,
+                            "byYou": {"type": "boolean"},
+                        },
+                        ["when", "kind", "path", "by", "byYou"],
+                    )
+                ),
+                "total": {"type": "integer"},
+                "shown": {"type": "integer"},
+            },
+            ["changes", "total", "shown"],
+        ),
     ),
 )

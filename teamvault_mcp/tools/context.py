@@ -46,26 +46,28 @@ Progress = Callable[[float, float | None, str], None]
 
 @dataclass(frozen=True)
 class ToolOutput:
-    """A tool's result: the text the model reads, the same data as structured content, and whether it failed.
+    """A tool's result: the text the model reads, everything that text says as data, and whether it failed.
 
-    ``more_text`` are further text blocks after ``text`` (read_note keeps its first block exactly the note's
-    text, and gives its contentHash in a second one)."""
+    Hosts show the model one half or the other (README: Hosts and the two halves), so each is complete on its
+    own: ``text`` is sent as the result's one text block; ``structured`` is sent as ``structuredContent`` only
+    with TEAM_VAULT_STRUCTURED_CONTENT=on, and holds every fact of the text (``answer.py`` builds both at once).
+    """
 
     text: str
     structured: dict[str, Any] | None = None
     is_error: bool = False
-    more_text: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ToolSet:
     """The tools registered, and the settings their texts depend on: the limit of a plain read
-    (TEAM_VAULT_MAX_READ_CHARS, 0: none) and whether only one project can be meant (then ``projectId``
-    is not offered)."""
+    (TEAM_VAULT_MAX_READ_CHARS, 0: none), whether only one project can be meant (then ``projectId``
+    is not offered) and whether results carry structured content (then each tool declares its output schema)."""
 
     names: frozenset[str]
     max_read_chars: int = 50_000
     one_project: bool = False
+    structured: bool = False
 
     def has(self, *tools: str) -> bool:
         return set(tools) <= self.names

@@ -35,7 +35,7 @@ def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             "The note starts with a --- line that no later --- line closes: to Obsidian that is not front matter."
         )
         said += f" {result['note']}"
-    return ToolOutput(said, result, more_text=(f"[contentHash: {short_hash(note.content_hash)}]",))
+    return ToolOutput(f"{said}\n[contentHash: {short_hash(note.content_hash)}]", result)
 
 
 def update_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

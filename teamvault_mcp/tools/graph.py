@@ -19,10 +19,11 @@ from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.text.properties import MISSING, compile_sort, compile_where, field_value, queryable, sort_rows
 from teamvault_mcp.text.tags import carries, count_tags, tag_key, tag_levels
 from teamvault_mcp.text.tasks import STATUS_CHOICES, select_tasks
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.indexing import collector_paused, index_notes, link_graph, list_vault, note_index, texts_of
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.spec import Tool
+from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkFact
@@ -46,20 +47,18 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     direction = args.get("direction", "both")
     listing = list_vault(ctx, project_id)
     path = _file_named(stored_path_of(args["path"]), listing, ctx, project_id)
-    lines: list[str] = []
-    notices: list[str] = []
-    result: dict[str, Any] = {"path": path}
+    answer = Answer(path=path)
     counts = []
+    said_out: list[tuple[str, dict[str, Any]]] = []
+    said_in: list[tuple[str, dict[str, Any]]] = []
+    notices: list[str] = []
     if direction in ("out", "both"):
         outgoing, partial = _outgoing(ctx, project_id, listing, path)
         counts.append(f"{_count(len(outgoing), 'link')} out")
-        result["out"] = len(outgoing)
-        if outgoing:
-            lines.append("Out (line  link → where it resolves):")
-            for link, target in outgoing[:MAX_SHOWN]:
-                where = "this note" if target == path else (target or "unresolved")
-                lines.append(f"{link.line}  {_short(link.raw)} → {where}")
-            lines += _cut(len(outgoing), "outgoing links")
+        answer.data.update(out=len(outgoing), linksOut=[])
+        for link, target in outgoing[:MAX_SHOWN]:
+            where = "this note" if target == path else (target or "unresolved")
+            said_out.append((f"{link.line}  {_short(link.raw)} → {where}", _link_out(link, target)))
         notices += [partial] if partial else []
     if direction in ("in", "both"):
         indexed = index_notes(ctx, project_id, listing, ("links",))
@@ -68,9 +67,8 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         places = list(dict.fromkeys((backlink.source, backlink.link.line) for backlink in incoming))
         sources = len({source for source, _ in places})
         counts.append(f"{len(incoming):,} in (on {_count(len(places), 'line')} of {_count(sources, 'note')})")
-        result["in"] = len(incoming)
+        answer.data.update({"in": len(incoming), "linksIn": [], "partial": indexed.not_read > 0})
         if incoming:
-            lines.append("In (note:line  the line):")
             first = {(b.source, b.link.line): b.link for b in reversed(incoming)}
             shown = places[:MAX_SHOWN]
             files = {file.path: file for file in listing}
@@ -78,12 +76,29 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             for source, line_number in shown:
                 link, text = first[(source, line_number)], texts.get(source)
                 line = _line_around(text, link) if text is not None else _short(link.raw)
-                lines.append(f"{source}:{line_number}  {line}")
-            lines += _cut(len(places), "linking lines")
+                record = {"path": source, "line": line_number, "text": line, "link": _short(link.raw)}
+                said_in.append((f"{source}:{line_number}  {line}", record))
         notice = indexed.partial_notice("links from them")
         notices += [notice] if notice else []
-        result["partial"] = indexed.not_read > 0
-    return ToolOutput("\n".join([*notices, f"{path}: {', '.join(counts)}.", *lines]), result)
+    for notice in notices:
+        answer.notice(notice)
+    answer.summary(f"{path}: {', '.join(counts)}.")
+    if said_out:
+        answer.label("Out (line  link → where it resolves):")
+        for line, record in said_out:
+            answer.row("linksOut", line, record)
+        _cut(answer, answer.data["out"], "outgoing links")
+    if said_in:
+        answer.label("In (note:line  the line):")
+        for line, record in said_in:
+            answer.row("linksIn", line, record)
+        _cut(answer, len(places), "linking lines")
+    return answer.output()
+
+
+def _link_out(link: LinkFact, target: str | None) -> dict[str, Any]:
+    """A link of the note as data: its line, the link as written (cut as the text cuts it), where it resolves."""
+    return {"line": link.line, "link": _short(link.raw), "target": target}
 
 
 def _outgoing(
@@ -125,24 +140,26 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     graph = link_graph(ctx, project_id, indexed, keep=prefix is None)
     broken = graph.broken(file.path for file in indexed.notes)
     notes = len({item.source for item in broken})
-    lines = [
+    answer = Answer(broken=len(broken), notes=notes, links=[], partial=indexed.not_read > 0)
+    notice = indexed.partial_notice("broken links in them")
+    if notice:
+        answer.notice(notice)
+    answer.summary(
         f"{_count(len(broken), 'broken link')} in {_count(notes, 'note')} (of {_count(len(indexed.notes), 'note')}"
         f"{_under(prefix)}){':' if broken else '.'}"
-    ]
+    )
     for item in broken[:limit]:
         closest = graph.vault.closest(item.link.target) if item.link.target else None
         hint = f"  → closest: {closest}" if closest else ""
-        lines.append(f"{item.source}:{item.link.line}  {_short(item.link.raw)}{hint}")
+        record = {"path": item.source, "line": item.link.line, "link": _short(item.link.raw), "closest": closest}
+        answer.row("links", f"{item.source}:{item.link.line}  {_short(item.link.raw)}{hint}", record)
     if len(broken) > limit:
-        lines.append(
+        answer.notice(
             f"[Cut: {limit:,} of {len(broken):,} shown. Narrow with prefix, or raise limit (at most {MAX_LIMIT:,}).]"
         )
     if broken:
-        lines.append("A link resolves to no file. Fix it with edit_note, or make the note it names.")
-    notice = indexed.partial_notice("broken links in them")
-    if notice:
-        lines.insert(0, notice)
-    return ToolOutput("\n".join(lines), {"broken": len(broken), "notes": notes, "partial": indexed.not_read > 0})
+        answer.notice("A link resolves to no file. Fix it with edit_note, or make the note it names.")
+    return answer.output()
 
 
 # -- list_tags ---------------------------------------------------------------------------------------
@@ -153,47 +170,51 @@ def list_tags(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     prefix = folder_prefix(args.get("prefix"))
     indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), ("tags",), prefix=prefix)
     read = indexed.read()
+    answer = Answer(partial=indexed.not_read > 0)
+    notice = indexed.partial_notice("tags of them")
+    if notice:
+        answer.notice(notice)
     if "tag" in args:
-        lines = _notes_with_tag(args["tag"], read, prefix)
+        _notes_with_tag(answer, args["tag"], read, prefix)
     else:
         counts = count_tags(facts.tags for _, facts in read if facts.tags is not None)
         tagged = sum(1 for _, facts in read if facts.tags is not None and facts.tags.tags)
-        lines = [
+        answer.data.update(tags=[], total=len(counts))
+        answer.summary(
             f"{_count(len(counts), 'tag')} in {_count(tagged, 'note')} (of {_count(len(read), 'note')}"
             f"{_under(prefix)}; a nested tag counts at each level){':' if counts else '.'}"
-        ]
-        lines += [f"#{count.name}  {count.notes:,}" for count in counts[:MAX_SHOWN]]
+        )
+        for count in counts[:MAX_SHOWN]:
+            answer.row("tags", f"#{count.name}  {count.notes:,}", {"tag": count.name, "notes": count.notes})
         if len(counts) > MAX_SHOWN:
-            lines.append(f"[Cut: the {MAX_SHOWN} most used of {len(counts):,} tags shown. Narrow with prefix.]")
+            answer.notice(f"[Cut: the {MAX_SHOWN} most used of {len(counts):,} tags shown. Narrow with prefix.]")
         if counts:
-            lines.append('The notes with one: list_tags(tag="…").')
+            answer.notice('The notes with one: list_tags(tag="…").')
     rejected = [(file.path, facts.tags.rejected) for file, facts in read if facts.tags and facts.tags.rejected]
     if rejected:
         first_path, values = rejected[0]
-        lines.append(
+        answer.notice(
             f"[Not tags: {_count(len(rejected), 'note')} list front matter tags that are no valid tag, e.g. "
             f"{json.dumps(values[0], ensure_ascii=False)} in {first_path} (a tag has no spaces and is not all digits).]"
         )
-    notice = indexed.partial_notice("tags of them")
-    if notice:
-        lines.insert(0, notice)
-    return ToolOutput("\n".join(lines), {"partial": indexed.not_read > 0})
+    return answer.output()
 
 
-def _notes_with_tag(tag: str, read: list[tuple[VaultFile, Any]], prefix: str | None) -> list[str]:
+def _notes_with_tag(answer: Answer, tag: str, read: list[tuple[VaultFile, Any]], prefix: str | None) -> None:
     wanted = tag_key(tag.strip().removeprefix("#"))
     found = [(file, facts.tags) for file, facts in read if facts.tags is not None and carries(facts.tags, wanted)]
-    lines = [
+    answer.data.update(tag=wanted, notes=[], total=len(found))
+    answer.summary(
         f"#{wanted}: {_count(len(found), 'note')}{_under(prefix)} {'carries' if len(found) == 1 else 'carry'} it "
         "or a tag nested under it"
         f"{':' if found else '.'}"
-    ]
+    )
     for file, tags in found[:MAX_SHOWN]:
-        names = dict.fromkeys(t.name for t in tags.tags if wanted in map(tag_key, tag_levels(t.name)))
-        lines.append(f"{file.path}  {' '.join('#' + name for name in names)}")
+        names = list(dict.fromkeys(t.name for t in tags.tags if wanted in map(tag_key, tag_levels(t.name))))
+        line = f"{file.path}  {' '.join('#' + name for name in names)}"
+        answer.row("notes", line, {"path": file.path, "tags": names})
     if len(found) > MAX_SHOWN:
-        lines.append(f"[Cut: {MAX_SHOWN} of {len(found):,} notes shown, by path. Narrow with prefix.]")
-    return lines
+        answer.notice(f"[Cut: {MAX_SHOWN} of {len(found):,} notes shown, by path. Narrow with prefix.]")
 
 
 # -- query_notes -------------------------------------------------------------------------------------
@@ -224,29 +245,37 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     ranked = sort_rows(rows, order)
     query = json.dumps(args["where"], ensure_ascii=False)
     sorted_by = f", sorted by {', '.join(('-' if k.descending else '') + k.field for k in order)}" if order else ""
-    lines = [
+    answer = Answer(matches=len(ranked), notes=[], partial=indexed.not_read > 0)
+    notice = indexed.partial_notice("matches among them")
+    if notice:
+        answer.notice(notice)
+    answer.summary(
         f"{_count(len(ranked), 'note')} of {len(indexed.read()):,}{_under(prefix)} match {_short(query)}"
         f"{sorted_by}{':' if ranked else '.'}"
-    ]
+    )
     for row in ranked[:limit]:
-        values = " · ".join(f"{name}: {_value(field_value(row, name))}" for name in shown_fields)
-        lines.append(f"{row['path']}  {values}" if values else str(row["path"]))
+        found = {name: field_value(row, name) for name in shown_fields}
+        values = " · ".join(f"{name}: {_value(value)}" for name, value in found.items())
+        record = {"path": row["path"], "fields": {name: _data(value) for name, value in found.items()}}
+        answer.row("notes", f"{row['path']}  {values}" if values else str(row["path"]), record)
     if len(ranked) > limit:
-        lines.append(
+        answer.notice(
             f"[Cut: {limit:,} of {len(ranked):,} shown. Narrow where or prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
     if unreadable:
-        lines.append(
+        answer.notice(
             f"[{_count(len(unreadable), 'note')} have front matter that cannot be read (e.g. {unreadable[0]}): only "
             "path, tags and updatedAt of them can match. read_frontmatter(path) says what is wrong.]"
         )
     if ranked:
-        lines.append("A note's whole front matter: read_frontmatter(path).")
-    notice = indexed.partial_notice("matches among them")
-    if notice:
-        lines.insert(0, notice)
-    return ToolOutput("\n".join(lines), {"matches": len(ranked), "partial": indexed.not_read > 0})
+        answer.notice("A note's whole front matter: read_frontmatter(path).")
+    return answer.output()
+
+
+def _data(value: Any) -> Any:
+    """A field's value as data: as the front matter holds it, null when the note has no such field."""
+    return None if value is MISSING else value
 
 
 def _value(value: Any) -> str:
@@ -275,24 +304,27 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     ]
     notes = len({path for path, _ in found})
     what = {"open": "open task", "done": "done task", "all": "task"}[status]
-    lines = [
+    answer = Answer(tasks=[], total=len(found), notes=notes, partial=indexed.not_read > 0)
+    notice = indexed.partial_notice("tasks in them")
+    if notice:
+        answer.notice(notice)
+    answer.summary(
         f"{_count(len(found), what)} in {_count(notes, 'note')} (of {len(indexed.read()):,}{_under(prefix)})"
         f"{':' if found else '.'}"
-    ]
+    )
     for path, task in found[:limit]:
         section = f" · {' > '.join(task.section)}" if task.section else ""
-        lines.append(f"{path}:{task.line}  [{task.status}] {_short(task.text)}{section}")
+        record = {"path": path, "line": task.line, "status": task.status, "text": task.text}
+        record["section"] = list(task.section)
+        answer.row("tasks", f"{path}:{task.line}  [{task.status}] {_short(task.text)}{section}", record)
     if len(found) > limit:
-        lines.append(
+        answer.notice(
             f"[Cut: {limit:,} of {len(found):,} shown, by note and line. Narrow with prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
     if found:
-        lines.append("Tick one with edit_note (oldText: the task's line); its section: read_note(path, section=[…]).")
-    notice = indexed.partial_notice("tasks in them")
-    if notice:
-        lines.insert(0, notice)
-    return ToolOutput("\n".join(lines), {"tasks": len(found), "partial": indexed.not_read > 0})
+        answer.notice("Tick one with edit_note (oldText: the task's line); its section: read_note(path, section=[…]).")
+    return answer.output()
 
 
 # -- text helpers ----------------------------------------------------------------------------------
@@ -306,10 +338,9 @@ def _under(prefix: str | None) -> str:
     return f" under {prefix}" if prefix else ""
 
 
-def _cut(total: int, what: str) -> list[str]:
-    if total <= MAX_SHOWN:
-        return []
-    return [f"[Cut: {MAX_SHOWN} of {total:,} {what} shown, by note and line.]"]
+def _cut(answer: Answer, total: int, what: str) -> None:
+    if total > MAX_SHOWN:
+        answer.notice(f"[Cut: {MAX_SHOWN} of {total:,} {what} shown, by note and line.]")
 
 
 def _short(text: str, limit: int = LINE_CHARS) -> str:
@@ -333,6 +364,10 @@ def _line_around(text: str, link: LinkFact) -> str:
 
 # -- the tools ---------------------------------------------------------------------------------------
 
+INTEGER = {"type": "integer"}
+BOOLEAN = {"type": "boolean"}
+PLACE = {"path": STRING, "line": INTEGER}
+
 _PREFIX = Param("prefix", "Path prefix.", kind="prefix", required=False)
 _LIMIT = Param("limit", f"Default {DEFAULT_LIMIT}.", kind="count", required=False, maximum=MAX_LIMIT)
 
@@ -349,6 +384,19 @@ TOOLS: tuple[Tool, ...] = (
             Param("direction", "in, out or both (default).", kind="choice", required=False, choices=DIRECTIONS),
         ),
         handler=collector_paused(note_links),
+        output_schema=answer_schema(
+            {
+                "path": STRING,
+                "out": INTEGER,
+                "in": INTEGER,
+                "linksOut": rows(
+                    object_schema({"line": INTEGER, "link": STRING, "target": NULLABLE_STRING}, ["line", "link"])
+                ),
+                "linksIn": rows(object_schema({**PLACE, "text": STRING, "link": STRING}, ["path", "line", "text"])),
+                "partial": BOOLEAN,
+            },
+            ["path"],
+        ),
     ),
     Tool(
         name="broken_links",
@@ -356,6 +404,15 @@ TOOLS: tuple[Tool, ...] = (
         description="Links that resolve to no file: note:line, the link, and the closest existing note.",
         params=(_PREFIX, _LIMIT),
         handler=collector_paused(broken_links),
+        output_schema=answer_schema(
+            {
+                "broken": INTEGER,
+                "notes": INTEGER,
+                "links": rows(object_schema({**PLACE, "link": STRING, "closest": NULLABLE_STRING}, ["path", "line"])),
+                "partial": BOOLEAN,
+            },
+            ["broken", "notes", "links"],
+        ),
     ),
     Tool(
         name="list_tags",
@@ -366,6 +423,16 @@ TOOLS: tuple[Tool, ...] = (
         ),
         params=(_PREFIX, Param("tag", "A tag, e.g. 'project'.", kind="query", required=False)),
         handler=collector_paused(list_tags),
+        output_schema=answer_schema(
+            {
+                "tags": rows(object_schema({"tag": STRING, "notes": INTEGER}, ["tag", "notes"])),
+                "tag": STRING,
+                "notes": rows(object_schema({"path": STRING, "tags": rows(STRING)}, ["path", "tags"])),
+                "total": INTEGER,
+                "partial": BOOLEAN,
+            },
+            ["total"],
+        ),
     ),
     Tool(
         name="query_notes",
@@ -383,6 +450,14 @@ TOOLS: tuple[Tool, ...] = (
             Param("limit", "", kind="count", required=False, maximum=MAX_LIMIT),
         ),
         handler=collector_paused(query_notes),
+        output_schema=answer_schema(
+            {
+                "matches": INTEGER,
+                "notes": rows(object_schema({"path": STRING, "fields": {"type": "object"}}, ["path", "fields"])),
+                "partial": BOOLEAN,
+            },
+            ["matches", "notes"],
+        ),
     ),
     Tool(
         name="list_tasks",
@@ -394,5 +469,19 @@ TOOLS: tuple[Tool, ...] = (
             _LIMIT,
         ),
         handler=collector_paused(list_tasks),
+        output_schema=answer_schema(
+            {
+                "tasks": rows(
+                    object_schema(
+                        {**PLACE, "status": STRING, "text": STRING, "section": rows(STRING)},
+                        ["path", "line", "status", "text", "section"],
+                    )
+                ),
+                "total": INTEGER,
+                "notes": INTEGER,
+                "partial": BOOLEAN,
+            },
+            ["tasks", "total"],
+        ),
     ),
 )

@@ -14,10 +14,20 @@ from typing import Any
 
 from teamvault_mcp.errors import NotTextError, TeamVaultError, printable, short_hash
 from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
-from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.no_lost_updates import Mode, add_story, write_content
-from teamvault_mcp.tools.spec import EXPECTED_HASH, NOTE_PATH, STRING, Tool, list_schema, object_schema
+from teamvault_mcp.tools.kinds import Param, hash_header
+from teamvault_mcp.tools.no_lost_updates import STORY, Mode, add_story, write_content
+from teamvault_mcp.tools.spec import (
+    EXPECTED_HASH,
+    NOTE_PATH,
+    NULLABLE_STRING,
+    STRING,
+    Tool,
+    answer_schema,
+    object_schema,
+    rows,
+)
 from teamvault_mcp.tools.writes import expect
 
 
@@ -27,22 +37,31 @@ def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     path, file = ctx.existing(project_id, args["path"])
     versions = _versions(ctx, project_id, file.id)
     head = f"{path}: {len(versions)} version{'s' if len(versions) != 1 else ''}, newest first"
+    answer = Answer(path=path, versions=[])
     if not versions:
-        return ToolOutput(f"{head}: the server keeps no version history of it.", {"versions": versions})
-    lines = [f"{head} (number · time UTC · author · contentHash start):", *map(version_line, versions)]
-    return ToolOutput("\n".join(lines), {"versions": versions})
+        answer.summary(f"{head}: the server keeps no version history of it.")
+        return answer.output()
+    answer.summary(f"{head} (number · time UTC · author · contentHash start):")
+    for version in versions:
+        answer.row("versions", version_line(version), {**version, "by": _author(version)})
+    return answer.output()
 
 
 def version_line(version: dict[str, Any]) -> str:
     """``v2 · 2026-12-01 07:17 · Ada · 481ccb07``, and `` · "message"`` when it has one."""
     number = version.get("versionNumber")
     parts = [f"v{number}" if number is not None else f"id {version.get('id')}", _minute(version.get("createdAt"))]
-    author = version.get("author") or {}
-    parts.append(author.get("name") or author.get("email") or version.get("authorId") or "unknown author")
+    parts.append(_author(version) or "unknown author")
     parts.append((version.get("contentHash") or "no hash")[:8])
     if version.get("message"):
         parts.append(json.dumps(version["message"], ensure_ascii=False))
     return " · ".join(printable(str(part)) for part in parts)
+
+
+def _author(version: dict[str, Any]) -> str | None:
+    """Who a version's line names: the author's name, else their email, else their user id; None: no one."""
+    author = version.get("author") or {}
+    return author.get("name") or author.get("email") or version.get("authorId") or None
 
 
 def _minute(iso: Any) -> str:
@@ -54,9 +73,11 @@ def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path, file = ctx.existing(project_id, args["path"])
     version = _version(_versions(ctx, project_id, file.id), args["version"], path)
-    text = _version_text(ctx, project_id, file, version, path)
-    about = f"[{path} version {version.get('versionNumber')}, contentHash {short_hash(version.get('contentHash'))}]"
-    return ToolOutput(text, {"path": path, "version": _summary(version)}, more_text=(about,))
+    data = _version_data(ctx, project_id, file, version, path)
+    text = data.decode("utf-8", errors="replace")
+    content_hash = sha256_hex(data)  # of exactly the bytes read, as read_note's: restoring it gives this hash
+    result = {"path": path, "version": _summary(version), "contentHash": content_hash, "text": text}
+    return ToolOutput(hash_header(content_hash) + text, result)
 
 
 def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -75,8 +96,15 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         to_label, to_json = "the current content", {"current": True, "contentHash": sha256_hex(data)}
     from_label = f"version {old.get('versionNumber')}"
     diff = unified_diff(old_text, new_text, before=f"{path} ({from_label})", after=f"{path} ({to_label})")
-    result = {"path": path, "from": _summary(old), "to": to_json, "changed": bool(diff), "diff": diff}
     headline = f"{path}: from {from_label} to {to_label}" + ("" if diff else ": no differences.")
+    result = {
+        "path": path,
+        "from": _summary(old),
+        "to": to_json,
+        "changed": bool(diff),
+        "diff": diff,
+        "summary": headline,
+    }
     return ToolOutput(f"{headline}\n{diff}" if diff else headline, result)
 
 
@@ -103,11 +131,11 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
     if restored_hash == note.content_hash:
         ctx.facts["noop"] = True
         result["action"] = "unchanged"
-        return ToolOutput(
+        result["summary"] = (
             f"{note.path} already has the content of version {version.get('versionNumber')} (contentHash "
-            f"{short_hash(note.content_hash)}): nothing was written.",
-            result,
+            f"{short_hash(note.content_hash)}): nothing was written."
         )
+        return ToolOutput(result["summary"], result)
     mode: Mode = "strict" if expected is not None else "replace"
     written = write_content(ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, expected=expected)
     result["action"] = "restored"
@@ -116,8 +144,9 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         f"Restored {note.path} to the content of version {version.get('versionNumber')} as a new version "
         f"(contentHash {short_hash(restored_hash)}); the content it replaces stays in the history."
     )
-    story = "".join(f" {sentence}" for sentence in written.notes())
-    return ToolOutput(f"{headline}{story}\n{diff}", result)
+    result["summary"] = "".join([headline, *(f" {sentence}" for sentence in written.notes())])
+    result["diff"] = diff
+    return ToolOutput(f"{result['summary']}\n{diff}", result)
 
 
 def _versions(ctx: ToolContext, project_id: str, file_id: str) -> list[dict[str, Any]]:
@@ -140,9 +169,13 @@ def _version(versions: list[dict[str, Any]], wanted: int | str, path: str) -> di
 
 
 def _version_text(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> str:
+    return _version_data(ctx, project_id, file, version, path).decode("utf-8", errors="replace")
+
+
+def _version_data(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> bytes:
     if file.file_type != "TEXT":
         raise NotTextError(path, file.mime_type or file.file_type)
-    return ctx.client.download_version(project_id, file.id, str(version["id"])).decode("utf-8", errors="replace")
+    return ctx.client.download_version(project_id, file.id, str(version["id"]))
 
 
 def _summary(version: dict[str, Any]) -> dict[str, Any]:
@@ -152,6 +185,11 @@ def _summary(version: dict[str, Any]) -> dict[str, Any]:
 # -- the tools ----------------------------------------------------------------------------------------
 
 VERSION_HELP = "A version number (1 is the first) or id."
+
+#: A version as the server lists it (docs/teamvault-api.md §4.1: its fields as the server gives them, checked no
+#: further, since a schema stricter than the server would make a client refuse a good answer), and ``by``: who its
+#: line names (null: no one).
+VERSION = object_schema({"by": NULLABLE_STRING}, ["by"])
 
 TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -163,14 +201,18 @@ TOOLS: tuple[Tool, ...] = (
         ),
         params=(NOTE_PATH,),
         handler=list_note_versions,
-        output_schema=list_schema("versions", {"type": "object"}),
+        output_schema=answer_schema({"path": STRING, "versions": rows(VERSION)}, ["path", "versions"]),
     ),
     Tool(
         name="read_note_version",
         title="Read note version",
-        description="The text of one saved version of a note, exactly as it was.",
+        description="One saved version of a note: the line [contentHash: …], then its text exactly as it was.",
         params=(NOTE_PATH, Param("version", VERSION_HELP, kind="version")),
         handler=read_note_version,
+        output_schema=object_schema(
+            {"path": STRING, "version": {"type": "object"}, "contentHash": STRING, "text": STRING},
+            ["path", "version", "contentHash", "text"],
+        ),
     ),
     Tool(
         name="diff_note_versions",
@@ -182,7 +224,7 @@ TOOLS: tuple[Tool, ...] = (
             Param("to", "The newer one (default: the current text).", kind="version", required=False),
         ),
         handler=diff_note_versions,
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "path": STRING,
                 "from": {"type": "object"},
@@ -190,7 +232,7 @@ TOOLS: tuple[Tool, ...] = (
                 "changed": {"type": "boolean"},
                 "diff": STRING,
             },
-            ["path", "from", "to", "changed", "diff"],
+            ["path", "from", "to", "changed", "diff", "summary"],
         ),
     ),
     Tool(
@@ -206,16 +248,17 @@ TOOLS: tuple[Tool, ...] = (
         path_params=("path",),
         destructive=False,  # the replaced content stays in the history
         idempotent=True,  # restoring the same version again changes nothing
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "path": STRING,
                 "action": {"type": "string", "enum": ["restored", "unchanged"]},
                 "restoredVersion": {"type": "object"},
                 "previousHash": STRING,
                 "contentHash": STRING,
-                "verified": {"type": "boolean"},
+                "diff": STRING,
+                **STORY,  # what add_story may add: the sentences the summary says besides the restore itself
             },
-            ["path", "action", "restoredVersion", "contentHash"],
+            ["path", "action", "restoredVersion", "previousHash", "contentHash", "summary"],
         ),
     ),
 )

@@ -11,6 +11,7 @@ their own (``text/schemas.py`` checks them); :data:`FIELD_READERS` says how a co
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -29,6 +30,7 @@ EDIT_FIELDS = {"oldText": "string", "newText": "string", "replaceAll": "boolean"
 Kind = Literal[
     "path",
     "content",
+    "note_text",
     "id",
     "prefix",
     "cursor",
@@ -90,11 +92,23 @@ class Strings:
     nonempty: bool = False
     max_chars: int | None = MAX_PATH_CHARS
     content: bool = False  # counted in bytes against MAX_CONTENT_BYTES instead of characters
+    #: A note's text to write: it must not start with the line read_note puts above a note (:data:`HASH_HEADER`).
+    note_text: bool = False
 
 
 NAME = Strings()
 NONEMPTY = Strings(nonempty=True)
 CONTENT = Strings(max_chars=None, content=True)
+NOTE_TEXT = Strings(max_chars=None, content=True, note_text=True)
+
+#: The line read_note and read_note_version put above a note's text: ``[contentHash: 9f2c41d07a3b]``. No note
+#: starts with it; a text to write that does was copied from a read whole, header included.
+HASH_HEADER = re.compile(rf"\[contentHash: [0-9a-f]{{{SHOWN_HASH_DIGITS}}}\]\r?(\n|$)")
+
+
+def hash_header(content_hash: str) -> str:
+    """The first line of read_note's text, with its line break: the note's text follows it."""
+    return f"[contentHash: {content_hash[:SHOWN_HASH_DIGITS]}]\n"
 
 
 def check_string(param: Param, value: Any, what: str, rule: Strings) -> str:
@@ -113,6 +127,11 @@ def check_string(param: Param, value: Any, what: str, rule: Strings) -> str:
         raise ToolInputError(
             f"{what} is {size:,} bytes; notes written through this tool are limited to "
             f"{MAX_CONTENT_BYTES:,} bytes (UTF-8). Nothing was written; split the text into several notes."
+        )
+    if rule.note_text and (header := HASH_HEADER.match(value)):
+        raise ToolInputError(
+            f"{what} starts with the line {header.group(0).rstrip()!r}, which read_note puts above a note's text; "
+            "it is not part of the note. Nothing was written: leave that first line out."
         )
     return value
 
@@ -240,7 +259,7 @@ def _check_edits(param: Param, value: Any) -> list[dict[str, Any]]:
             elif kind == "boolean" and not isinstance(edit[field_name], bool):
                 raise ToolInputError(f"Edit {number}: replaceAll must be true or false.")
         check_string(param, edit["oldText"], f"Edit {number}: oldText", CONTENT)
-        check_string(param, edit["newText"], f"Edit {number}: newText", CONTENT)
+        check_string(param, edit["newText"], f"Edit {number}: newText", NOTE_TEXT)
     return value
 
 
@@ -379,6 +398,7 @@ def read_toc(name: str, text: str) -> Any:
 
 
 #: Every kind of argument a tool can take: strings (``path`` and ``id`` non-empty, ``content`` up to 5 MiB,
+#: ``note_text`` the same, not starting with read_note's ``[contentHash: …]`` line,
 #: ``hash`` 8 to 64 hex digits (a contentHash or its start), ``choice`` one of ``choices``, ``when`` a moment or a
 #: span back from now), ``toc``
 #: (heading names, or one string joining them with " > "; ``section`` the same, for edit_section's own wording),
@@ -394,6 +414,7 @@ KINDS: dict[Kind, ArgumentKind] = {
     "prefix": _string_kind(NAME),
     "when": _string_kind(Strings(nonempty=True, max_chars=64), example="24h"),
     "content": _string_kind(CONTENT),
+    "note_text": _string_kind(NOTE_TEXT),
     "hash": ArgumentKind(lambda param: {"type": "string"}, _check_hash),
     "choice": ArgumentKind(lambda param: {"type": "string", "enum": list(param.choices)}, _check_choice),
     "count": ArgumentKind(_count_schema, _check_count, read_integer, "5"),

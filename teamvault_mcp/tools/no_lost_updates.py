@@ -43,8 +43,8 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.text.diff import hunks_only, shortened, unified_diff
 from teamvault_mcp.text.merge import merge3, only_adds, swap_additions
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
-from teamvault_mcp.tools.spec import STRING, object_schema
-from teamvault_mcp.tools.versions import check_history, describe, to_keep, version_with
+from teamvault_mcp.tools.spec import NULLABLE_INT, NULLABLE_STRING, STRING, object_schema
+from teamvault_mcp.tools.versions import check_history, describe, hash_of, to_keep, version_with
 from teamvault_mcp.tools.writes import VERIFIED, expect, settle_content
 
 if TYPE_CHECKING:
@@ -78,6 +78,20 @@ class Written:
     replaced: str | None = None
     #: Why no check for a colleague's change was possible, if none was.
     unchecked: str | None = None
+    #: The versions of ``rebased`` and ``replaced`` as data, for the structured result (those the history names).
+    rebased_versions: list[dict[str, Any]] = field(default_factory=list)
+    replaced_version: dict[str, Any] | None = None
+
+    def rebase_onto(self, version: dict[str, Any] | None) -> None:
+        """The change was made again on top of ``version`` (None: the history does not say which)."""
+        self.rebased.append(describe(version))
+        if version is not None:
+            self.rebased_versions.append(version_facts(version))
+
+    def replacing(self, version: dict[str, Any] | None, path: str) -> None:
+        """This write replaced ``version``, a colleague's (``replace`` mode)."""
+        self.replaced = describe(version, restore_hint=path)
+        self.replaced_version = version_facts(version) if version is not None else None
 
     def notes(self) -> list[str]:
         """Sentences for the result's text: what happened besides the write itself."""
@@ -94,6 +108,19 @@ class Written:
         if self.unchecked:
             notes.append(f"Not checked for a colleague's write at the same moment: {self.unchecked}.")
         return notes
+
+
+def version_facts(version: dict[str, Any]) -> dict[str, Any]:
+    """A version as the story's data names it: what :func:`~teamvault_mcp.tools.versions.describe` says, the
+    contentHash in full."""
+    author = version.get("author")
+    author = author if isinstance(author, dict) else {}
+    return {
+        "versionNumber": version.get("versionNumber"),
+        "by": author.get("name") or author.get("email") or version.get("authorId"),
+        "createdAt": version.get("createdAt"),
+        "contentHash": hash_of(version) or None,
+    }
 
 
 @dataclass(frozen=True)
@@ -147,11 +174,11 @@ def write_content(
             if mode == "strict":
                 expect(ctx, project_id, path, file, expected or current, current=(head.hash, _text(head.data)))
             elif mode == "replace":
-                outcome.replaced = describe(version_with(ctx, project_id, file, head.hash), restore_hint=path)
+                outcome.replacing(version_with(ctx, project_id, file, head.hash), path)
             else:
                 assert change is not None
                 data = _remade(change, head.data, path)  # nothing of ours was written: a plain redo
-                outcome.rebased.append(describe(version_with(ctx, project_id, file, head.hash)))
+                outcome.rebase_onto(version_with(ctx, project_id, file, head.hash))
             built_on, built_on_hash, current = head.data, head.hash, head.hash
             _back_off(client, round_number)
             continue
@@ -169,7 +196,7 @@ def write_content(
             outcome.unchecked = check.unknown
             return outcome
         if mode == "replace":
-            outcome.replaced = describe(check.replaced, restore_hint=path)
+            outcome.replacing(check.replaced, path)
             return outcome
         theirs, theirs_data = to_keep(ctx, project_id, file, built_on, check.between)
         try:
@@ -201,7 +228,7 @@ def write_content(
                 f"{describe(check.ours)}. Nothing of theirs is lost. Read the note again and redo your change. "
                 f"Their version against yours:\n{diff}"
             )
-        outcome.rebased.append(describe(theirs))
+        outcome.rebase_onto(theirs)
         built_on = theirs_data if head.hash in own else head.data
         built_on_hash = sha256_hex(built_on)
         current, data = head.hash, remade
@@ -351,6 +378,9 @@ def rewrite(
     ``expected`` is the agent's expectedHash (then a colleague's write is a conflict);
     ``extra`` adds fields to the result; ``apply`` is the tool and arguments of a dry run, to say the
     exact call that applies it.
+
+    The text is the headline, then the diff's hunks; the data holds the headline as ``summary`` (the
+    call after "Apply with:" as ``applyWith``), the whole diff, both hashes in full and the story.
     """
     original = note.data.decode("utf-8")
     data = changed.encode("utf-8")
@@ -367,21 +397,22 @@ def rewrite(
     ctx.facts.update(hashBefore=note.content_hash, hashAfter=result["contentHash"])
     if changed == original:
         ctx.facts["noop"] = True
-        return ToolOutput(
+        result["summary"] = (
             f"No change: {edits} leave {note.path} as it is (contentHash {short_hash(note.content_hash)}). "
-            "Nothing was written.",
-            result,
+            "Nothing was written."
         )
+        return ToolOutput(result["summary"], result)
     if dry_run:
         ctx.facts["noop"] = True
-        headline = (
+        result["summary"] = (
             f"Dry run: nothing was written. {note.path}: previousHash {short_hash(note.content_hash)}, contentHash "
             f"{short_hash(result['contentHash'])} once applied."
         )
-        if apply is not None:
-            tool, args = apply
-            headline += f" Apply with: {applying_call(tool, args, short_hash(note.content_hash))}"
-        return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
+        if apply is None:
+            return ToolOutput(f"{result['summary']}\n{hunks_only(diff)}", result)
+        tool, args = apply
+        result["applyWith"] = applying_call(tool, args, short_hash(note.content_hash))
+        return ToolOutput(f"{result['summary']} Apply with: {result['applyWith']}\n{hunks_only(diff)}", result)
     mode: Mode = "strict" if expected is not None else "rebase" if change is not None else "replace"
     written = write_content(
         ctx, project_id, note.path, note.file, data, mode=mode, read=note.data, change=change, expected=expected
@@ -392,10 +423,9 @@ def rewrite(
             _text(written.based_on), _text(written.data), before=f"a/{note.path}", after=f"b/{note.path}"
         )
         ctx.facts["hashAfter"] = result["contentHash"]
-    add_story(ctx, result, written)
-    headline = f"{done} {note.path}; its contentHash is now {short_hash(result['contentHash'])}."
-    story = "".join(f" {sentence}" for sentence in written.notes())
-    return ToolOutput(f"{headline}{story}\n{hunks_only(diff)}", result)
+    said = f"{done} {note.path}; its contentHash is now {short_hash(result['contentHash'])}."
+    output = written_result(ctx, result, written, said)
+    return ToolOutput(f"{output.text}\n{hunks_only(diff)}", result)
 
 
 #: A dry run's call is written out in full up to this many characters of arguments; a longer one is described.
@@ -418,21 +448,49 @@ def add_story(ctx: ToolContext, result: dict[str, Any], written: Written) -> Non
     if written.rebased:
         result["rebasedOnto"] = written.rebased
         ctx.facts["rebased"] = len(written.rebased)
+    if written.rebased_versions:
+        result["rebasedOntoVersions"] = written.rebased_versions
     if written.replaced:
         result["replacedMeanwhile"] = written.replaced
         ctx.facts["replacedMeanwhile"] = True
+    if written.replaced_version is not None:
+        result["replacedVersion"] = written.replaced_version
     if written.unchecked:
         result["unchecked"] = written.unchecked
 
 
 def written_result(ctx: ToolContext, result: dict[str, Any], written: Written, said: str) -> ToolOutput:
-    """A write's result: ``said`` and what :func:`write_content` found on the way, as text and as structured
-    content."""
+    """A write's result: ``said`` and what :func:`write_content` found on the way, as the text and as the data's
+    ``summary``, with the story's fields (:func:`add_story`)."""
     add_story(ctx, result, written)
-    return ToolOutput(" ".join([said, *written.notes()]), result)
+    result["summary"] = " ".join([said, *written.notes()])
+    return ToolOutput(result["summary"], result)
 
 
-#: The fields of :func:`rewrite`'s result, all of them always there.
+#: A version the story names (:func:`version_facts`).
+VERSION_FACTS = object_schema(
+    {
+        "versionNumber": NULLABLE_INT,
+        "by": NULLABLE_STRING,
+        "createdAt": NULLABLE_STRING,
+        "contentHash": NULLABLE_STRING,
+    },
+    [],
+)
+
+#: What :func:`add_story` may add to a write's result: the sentences the text says besides the write itself.
+STORY = {
+    "verified": {"type": "boolean"},
+    "note": STRING,
+    "rebasedOnto": {"type": "array", "items": STRING},
+    "rebasedOntoVersions": {"type": "array", "items": VERSION_FACTS},
+    "replacedMeanwhile": STRING,
+    "replacedVersion": VERSION_FACTS,
+    "unchecked": STRING,
+}
+
+#: The fields of :func:`rewrite`'s result, all of them always there: ``summary`` is the text's headline (the
+#: sentences above the diff's hunks), ``diff`` the whole diff (the text shows its hunks).
 REWRITTEN = {
     "path": STRING,
     "dryRun": {"type": "boolean"},
@@ -440,10 +498,14 @@ REWRITTEN = {
     "previousHash": STRING,
     "contentHash": STRING,
     "diff": STRING,
+    "summary": STRING,
 }
+
+#: A dry run's call that applies it, exactly as the text shows it after "Apply with:" (when the tool gives one).
+APPLY_WITH = {"applyWith": STRING}
 
 
 def rewritten_schema(extra: dict[str, Any] | None = None, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """The output schema of a tool that answers with :func:`rewrite`'s result, plus its ``extra`` fields
-    (``required`` of them always there) and ``verified``."""
-    return object_schema({**REWRITTEN, **(extra or {}), "verified": {"type": "boolean"}}, [*REWRITTEN, *required])
+    (``required`` of them always there), the dry run's ``applyWith`` and the story's fields."""
+    return object_schema({**REWRITTEN, **APPLY_WITH, **STORY, **(extra or {})}, [*REWRITTEN, *required])

@@ -33,10 +33,18 @@ from teamvault_mcp.text.note_paths import (
     names_folder,
 )
 from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.missing import when_text
-from teamvault_mcp.tools.no_lost_updates import Mode, rewrite, rewritten_schema, write_content, written_result
+from teamvault_mcp.tools.no_lost_updates import (
+    STORY,
+    Mode,
+    rewrite,
+    rewritten_schema,
+    write_content,
+    written_result,
+)
 from teamvault_mcp.tools.relinking import LINKS_SCHEMA, dry_run, update_links
 from teamvault_mcp.tools.spec import (
     DRY_RUN,
@@ -46,8 +54,9 @@ from teamvault_mcp.tools.spec import (
     STRING,
     See,
     Tool,
-    list_schema,
+    answer_schema,
     object_schema,
+    rows,
 )
 from teamvault_mcp.tools.versions import describe
 from teamvault_mcp.tools.writes import create_content, expect, mime_type_for, result_with, settle
@@ -61,15 +70,21 @@ def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     user = ctx.client.whoami()
     result = {"id": user.get("id"), "email": user.get("email"), "name": user.get("name")}
     email = f" <{result['email']}>" if result["email"] else ""
-    return ToolOutput(f"{result['name'] or 'A user without a name'}{email}, user id {result['id']}.", result)
+    answer = Answer(**result)
+    answer.summary(f"{result['name'] or 'A user without a name'}{email}, user id {result['id']}.")
+    return answer.output()
 
 
 def list_projects(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     projects = [{"id": p.get("id"), "slug": p.get("slug"), "name": p.get("name")} for p in ctx.client.list_projects()]
-    lines = [_project_line(project) for project in projects]
     default = f" Without projectId the tools use {ctx.default_project_id}." if ctx.default_project_id else ""
-    head = f"{len(projects)} project{'s' if len(projects) != 1 else ''} this key can use (id, name, slug):{default}"
-    return ToolOutput("\n".join([head, *lines]), {"projects": projects})
+    answer = Answer(projects=[], defaultProject=ctx.default_project_id)
+    answer.summary(
+        f"{len(projects)} project{'s' if len(projects) != 1 else ''} this key can use (id, name, slug):{default}"
+    )
+    for project in projects:
+        answer.row("projects", _project_line(project), project)
+    return answer.output()
 
 
 def _project_line(project: dict[str, Any]) -> str:
@@ -327,7 +342,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             untouched_text=f"the note still at {path}",
         )
         verified = ctx.facts["verified"] = True
-    result: dict[str, Any] = {"path": path, "action": "deleted"}
+    result: dict[str, Any] = {"path": path, "action": "deleted", "contentHash": file.content_hash}
     if expected is not None and not ctx.client.conditional:
         unchecked = _undo_delete_if_changed(ctx, project_id, file, path, expected)
         if unchecked:
@@ -378,6 +393,8 @@ def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, 
 
 # -- the tools ----------------------------------------------------------------------------------------
 
+PROJECT_FIELDS = {"id": STRING, "slug": NULLABLE_STRING, "name": NULLABLE_STRING}
+
 
 def _move_paths(args: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The notes a move names, for the write scopes: the note, and where it goes (``archive/`` → its name in it)."""
@@ -392,7 +409,7 @@ TOOLS: tuple[Tool, ...] = (
         params=(),
         handler=whoami,
         takes_project=False,
-        output_schema=object_schema({"id": STRING, "email": NULLABLE_STRING, "name": NULLABLE_STRING}, ["id"]),
+        output_schema=answer_schema({"id": STRING, "email": NULLABLE_STRING, "name": NULLABLE_STRING}, ["id"]),
     ),
     Tool(
         name="list_projects",
@@ -401,9 +418,14 @@ TOOLS: tuple[Tool, ...] = (
         params=(),
         handler=list_projects,
         takes_project=False,
-        output_schema=list_schema(
-            "projects",
-            object_schema({"id": STRING, "slug": NULLABLE_STRING, "name": NULLABLE_STRING}, ["id"]),
+        output_schema=answer_schema(
+            {
+                "projects": rows(
+                    object_schema({"id": STRING, "slug": NULLABLE_STRING, "name": NULLABLE_STRING}, ["id"])
+                ),
+                "defaultProject": NULLABLE_STRING,
+            },
+            ["projects"],
         ),
     ),
     Tool(
@@ -417,7 +439,7 @@ TOOLS: tuple[Tool, ...] = (
         see=(See(("edit_note",), "To change part of a note, use edit_note."),),
         params=(
             NOTE_PATH,
-            Param("content", "The note's complete new text.", kind="content"),
+            Param("content", "The note's complete new text.", kind="note_text"),
             Param(
                 "mode",
                 "upsert (default), create or update.",
@@ -439,9 +461,10 @@ TOOLS: tuple[Tool, ...] = (
                 "size": {"type": "integer"},
                 "contentHash": STRING,
                 "givenPath": STRING,
-                "verified": {"type": "boolean"},
+                "summary": STRING,
+                **STORY,
             },
-            ["path", "action", "size"],
+            ["path", "action", "size", "contentHash", "summary"],
         ),
     ),
     Tool(
@@ -493,15 +516,18 @@ TOOLS: tuple[Tool, ...] = (
         written=_move_paths,
         destructive=False,  # nothing is lost; moving back restores the old state
         idempotent=False,  # a repeat could move another note that has appeared at the old path
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "path": STRING,
                 "previousPath": STRING,
                 "contentHash": NULLABLE_STRING,
+                "id": STRING,
+                "dryRun": {"type": "boolean"},
                 "verified": {"type": "boolean"},
+                "note": STRING,
                 "links": LINKS_SCHEMA,
             },
-            ["path", "previousPath"],
+            ["path", "previousPath", "summary"],
         ),
     ),
     Tool(
@@ -515,7 +541,16 @@ TOOLS: tuple[Tool, ...] = (
         destructive=True,
         idempotent=True,
         output_schema=object_schema(
-            {"path": STRING, "action": {"type": "string", "enum": ["deleted"]}}, ["path", "action"]
+            {
+                "path": STRING,
+                "action": {"type": "string", "enum": ["deleted"]},
+                "contentHash": NULLABLE_STRING,
+                "unchecked": STRING,
+                "verified": {"type": "boolean"},
+                "note": STRING,
+                "summary": STRING,
+            },
+            ["path", "action", "summary"],
         ),
     ),
 )

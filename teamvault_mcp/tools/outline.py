@@ -15,9 +15,10 @@ from typing import Any
 from teamvault_mcp.errors import ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import section_of
 from teamvault_mcp.text.markdown import MAX_HEADINGS, Heading, parse, toc_argument
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.spec import NOTE_PATH, STRING, See, Tool, object_schema
+from teamvault_mcp.tools.spec import NOTE_PATH, STRING, See, Tool, answer_schema, object_schema, rows
 
 #: Headings per note_outline answer. An outline is for choosing what to read: 200 entries are about
 #: 12,000 characters (~3,000 tokens), more than any hand-written level has; a longer level is paged.
@@ -49,29 +50,36 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"{'s' if len(headings) != 1 else ''}. Call note_outline without offset to start over."
         )
     shown = _page(headings, offset)
-    result: dict[str, Any] = {
-        "path": path,
-        "contentHash": note.content_hash,
-        "tocPath": list(toc_path),
-        "totalLines": document.line_count,
-        "totalChars": len(text),
-        "headings": [_entry(heading) for heading in shown],
-        "totalHeadings": len(headings),
-    }
-    lines = [f"{path}: {document.line_count:,} lines, {len(text):,} chars, contentHash {short_hash(note.content_hash)}"]
+    answer = Answer(
+        path=path,
+        contentHash=note.content_hash,
+        tocPath=list(toc_path),
+        totalLines=document.line_count,
+        totalChars=len(text),
+        headings=[],
+        totalHeadings=len(headings),
+    )
+    answer.summary(
+        f"{path}: {document.line_count:,} lines, {len(text):,} chars, contentHash {short_hash(note.content_hash)}"
+    )
     if offset:
-        result["offset"] = offset
+        answer.data["offset"] = offset
     if (not args.get("tocPath")) and document.preamble_end:
         preamble = document.text(1, document.preamble_end)
-        result["preamble"] = {"startLine": 1, "endLine": document.preamble_end, "chars": len(preamble)}
-        lines.append(f"Lines 1–{document.preamble_end:,} come before the first heading ({len(preamble):,} chars).")
+        answer.data["preamble"] = {"startLine": 1, "endLine": document.preamble_end, "chars": len(preamble)}
+        # Its facts are the data's preamble.
+        answer.label(f"Lines 1–{document.preamble_end:,} come before the first heading ({len(preamble):,} chars).")
     if section is not None:
-        result["section"] = {key: value for key, value in _entry(section).items() if key != "hasChildren"}
+        answer.data["section"] = {key: value for key, value in _entry(section).items() if key != "hasChildren"}
+        if descended:
+            answer.data["descended"] = True
         whose = "the note's only top heading" if descended and len(section.path) == 1 else "its section"
-        lines.append(
+        # Names the rows below: the section's facts are the data's section and tocPath.
+        answer.label(
             f"{_heading_line(section)}, {whose}; under it:" if descended else f"Under {toc_argument(toc_path)}:"
         )
-    lines += [_heading_line(heading) for heading in shown]
+    for heading in shown:
+        answer.row("headings", _heading_line(heading), _entry(heading))
     notes = []
     if not headings:
         notes.append(
@@ -84,24 +92,29 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if toc_path:
         again += f", tocPath={toc_argument(toc_path)}"
     if rest:
-        result["next"] = {"offset": offset + len(shown)}
+        answer.data["next"] = {"offset": offset + len(shown)}
         notes.append(
             f"[Cut: headings {offset + 1:,}–{offset + len(shown):,} of the {len(headings):,} at this level are "
             f"shown. Read on with: note_outline({again}, offset={offset + len(shown)})]"
         )
     if document.outlined_lines < document.line_count:
-        result["outlinedLines"] = document.outlined_lines
+        answer.data["outlinedLines"] = document.outlined_lines
         notes.append(
             f"[This note has more than {MAX_HEADINGS:,} headings: the outline covers lines 1–"
             f"{document.outlined_lines:,} of {document.line_count:,}. Read the rest with "
             f"read_note(path={json.dumps(path, ensure_ascii=False)}, startLine={document.outlined_lines + 1})]"
         )
     if notes:
-        result["note"] = " ".join(notes)
-    lines += notes
+        answer.data["note"] = " ".join(notes)
+    for line in notes:
+        answer.notice(line)
     if shown:
-        lines.append(_how_to_read(ctx, path, shown))
-    return ToolOutput("\n".join(lines), result)
+        how = _how_to_read(ctx, path, shown)
+        if how:
+            answer.notice(how)
+        else:
+            answer.label(how)  # nothing to say (no read_note, no subheadings): the text's last line stays empty
+    return answer.output()
 
 
 def _page(headings: list[Heading], offset: int) -> list[Heading]:
@@ -202,23 +215,24 @@ TOOLS: tuple[Tool, ...] = (
             ),
         ),
         handler=note_outline,
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "path": STRING,
                 "contentHash": STRING,
-                "tocPath": {"type": "array", "items": STRING},
+                "tocPath": rows(STRING),
                 "totalLines": {"type": "integer"},
                 "totalChars": {"type": "integer"},
-                "headings": {"type": "array", "items": HEADING},
+                "headings": rows(HEADING),
                 "totalHeadings": {"type": "integer"},
                 "offset": {"type": "integer"},
                 "next": object_schema({"offset": {"type": "integer"}}, ["offset"]),
                 "preamble": LINES,
                 "section": object_schema({**HEADING["properties"]}, ["title", "level", "startLine", "endLine"]),
+                "descended": {"type": "boolean"},
                 "outlinedLines": {"type": "integer"},
                 "note": STRING,
             },
-            ["path", "tocPath", "totalLines", "totalChars", "headings"],
+            ["path", "contentHash", "tocPath", "totalLines", "totalChars", "headings", "totalHeadings"],
         ),
     ),
 )

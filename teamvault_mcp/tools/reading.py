@@ -22,9 +22,20 @@ from typing import Any
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import DEFAULT_EXCERPT_CHARS, Excerpt, excerpt_of
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput
-from teamvault_mcp.tools.kinds import MAX_BATCH, Param
-from teamvault_mcp.tools.spec import NOTE_PATH, NULLABLE_INT, STRING, See, Tool, list_schema, object_schema
+from teamvault_mcp.tools.kinds import MAX_BATCH, Param, hash_header
+from teamvault_mcp.tools.spec import (
+    NOTE_PATH,
+    NULLABLE_INT,
+    STRING,
+    See,
+    Tool,
+    answer_schema,
+    list_schema,
+    object_schema,
+    rows,
+)
 
 DEFAULT_LIST_LIMIT = 500
 
@@ -34,20 +45,22 @@ PARALLEL_READS = 8
 
 # -- read_note -------------------------------------------------------------------------------------
 def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    """The note's text as the first block, exactly as stored (or the part asked for), its contentHash in a second."""
+    """One block: the line ``[contentHash: …]``, then the note's text exactly as stored (or the part asked for,
+    with the cut notice as the last line when it is cut)."""
     project_id = ctx.project(args)
     note = ctx.note(project_id, args["path"])
-    hash_block = (f"[contentHash: {short_hash(note.content_hash)}]",)
+    header = hash_header(note.content_hash)
     limit = ctx.tools.max_read_chars
     if not any(name in args for name in PART_ARGUMENTS):
         if not limit or len(note.text) <= limit:
-            # The whole note, exactly as stored: what read_note always returned.
-            return ToolOutput(note.text, {"path": note.path, "contentHash": note.content_hash}, more_text=hash_block)
+            # The whole note, exactly as stored, under the line that names its hash.
+            whole = {"path": note.path, "contentHash": note.content_hash, "text": note.text}
+            return ToolOutput(header + note.text, whole)
         excerpt = _plain_cut(ctx, note.path, note.text, limit)
     else:
         excerpt = excerpt_of(note.path, note.text, args, default_chars=limit or DEFAULT_EXCERPT_CHARS)
-    structured = {**excerpt.as_json(), "contentHash": note.content_hash}
-    return ToolOutput(excerpt.text_with_notice(), structured, more_text=hash_block)
+    structured = {**excerpt.as_json(), "contentHash": note.content_hash, "text": excerpt.text}
+    return ToolOutput(header + excerpt.text_with_notice(), structured)
 
 
 #: The arguments that make read_note read a part of a note.
@@ -101,22 +114,24 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             blocks.append(f"=== {_shown_path(raw)}: error ===\n{found}")
             continue
         entry: dict[str, Any] = {"path": found.path, "contentHash": found.content_hash, "chars": len(found.text)}
-        text = found.text
+        entry["text"] = text = found.text
         if "maxChars" in args or raw in shares:
             if "maxChars" in args:
                 excerpt = excerpt_of(found.path, found.text, {"maxChars": args["maxChars"]})
             else:
                 excerpt = _plain_cut(ctx, found.path, found.text, shares[raw])
-            text = excerpt.text_with_notice()
+            entry["text"], text = excerpt.text, excerpt.text_with_notice()
             entry["truncated"] = excerpt.truncated
             if excerpt.truncated:
-                entry["shownLines"] = [excerpt.start_line, excerpt.end_line]
+                entry.update(shownLines=[excerpt.start_line, excerpt.end_line], notice=excerpt.notice())
         notes.append(entry)
         blocks.append(f"=== {found.path} · {short_hash(found.content_hash)} ===\n{text}")  # path · contentHash
     failed = sum(1 for note in notes if "error" in note)
+    result: dict[str, Any] = {"notes": notes}
     if failed:
-        blocks.insert(0, f"Read {len(notes) - failed} of {len(notes)} notes; {failed} failed.")
-    return ToolOutput("\n\n".join(blocks), {"notes": notes}, is_error=failed == len(notes))
+        result["summary"] = f"Read {len(notes) - failed} of {len(notes)} notes; {failed} failed."
+        blocks.insert(0, result["summary"])
+    return ToolOutput("\n\n".join(blocks), result, is_error=failed == len(notes))
 
 
 def _shares(lengths: dict[str, int], ctx: ToolContext) -> dict[str, int]:
@@ -162,23 +177,23 @@ def list_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if after is not None:
         entries = [(key, entry) for key, entry in entries if key > after]
     page, rest = entries[:limit], entries[limit:]
-    shown = [entry for _, entry in page]
-    lines = [_entry_line(entry) for entry in shown]
-    if not shown:
-        lines.append(f"No files under {prefix}." if prefix else "The project holds no files.")
-    if any("folder" in entry for entry in shown):
-        lines.append('[list_notes(prefix="<folder>") lists a folder.]')
-    structured: dict[str, Any] = {"notes": shown}
+    answer = Answer(notes=[])
+    for _, entry in page:
+        answer.row("notes", _entry_line(entry), entry)
+    if not page:
+        answer.summary(f"No files under {prefix}." if prefix else "The project holds no files.")
+    if any("folder" in entry for _, entry in page):
+        answer.notice('[list_notes(prefix="<folder>") lists a folder.]')
     if rest:
         next_cursor = _write_cursor(prefix, depth, page[-1][0])
-        lines.append(
-            f"[Cut: {len(shown):,} entries shown, {len(rest):,} more. Continue with "
+        answer.data.update(nextCursor=next_cursor, remaining=len(rest))
+        answer.notice(
+            f"[Cut: {len(page):,} entries shown, {len(rest):,} more. Continue with "
             f"list_notes(cursor={json.dumps(next_cursor)}) and the same prefix and depth.]"
         )
-        structured.update(nextCursor=next_cursor, remaining=len(rest))
     elif cursor is not None:
-        lines.append("[Last page: the listing is complete.]")
-    return ToolOutput("\n".join(lines), structured)
+        answer.notice("[Last page: the listing is complete.]")
+    return answer.output()
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
@@ -267,25 +282,29 @@ TOOLS: tuple[Tool, ...] = (
             Param("cursor", "From a cut listing.", kind="cursor", required=False),
         ),
         handler=list_notes,
-        output_schema=list_schema(
-            "notes",
+        output_schema=answer_schema(
             {
-                "anyOf": [
-                    object_schema({"path": STRING, "type": STRING, "size": NULLABLE_INT}, ["path", "type"]),
-                    object_schema({"folder": STRING, "notes": {"type": "integer"}}, ["folder", "notes"]),
-                ]
+                "notes": rows(
+                    {
+                        "anyOf": [
+                            object_schema({"path": STRING, "type": STRING, "size": NULLABLE_INT}, ["path", "type"]),
+                            object_schema({"folder": STRING, "notes": {"type": "integer"}}, ["folder", "notes"]),
+                        ]
+                    }
+                ),
+                "nextCursor": STRING,
+                "remaining": {"type": "integer"},
             },
-            nextCursor=STRING,
-            remaining={"type": "integer"},
+            ["notes"],
         ),
     ),
     Tool(
         name="read_note",
         title="Read note",
         description=(
-            "A text note exactly as stored, then its contentHash. Over {max_read_chars} characters a read is cut "
-            "at a line and says how to read on. Read a part with section (a heading and all below it) or "
-            "startLine/endLine (inclusive)."
+            "A text note: the line [contentHash: …], then its text exactly as stored. Over {max_read_chars} "
+            "characters a read is cut at a line and says how to read on. Read a part with section (a heading and "
+            "all below it) or startLine/endLine (inclusive)."
         ),
         see=(See(("note_outline",), "note_outline gives the tocPaths."),),
         params=(
@@ -296,6 +315,22 @@ TOOLS: tuple[Tool, ...] = (
             MAX_CHARS,
         ),
         handler=read_note,
+        output_schema=object_schema(
+            {
+                "path": STRING,
+                "contentHash": STRING,
+                "text": STRING,
+                "startLine": {"type": "integer"},
+                "endLine": {"type": "integer"},
+                "totalLines": {"type": "integer"},
+                "chars": {"type": "integer"},
+                "truncated": {"type": "boolean"},
+                "section": {"type": "array", "items": STRING},
+                "notice": STRING,
+                "next": object_schema({"startLine": {"type": "integer"}, "endLine": {"type": "integer"}}, []),
+            },
+            ["path", "contentHash", "text"],
+        ),
     ),
     Tool(
         name="read_notes",
@@ -314,12 +349,15 @@ TOOLS: tuple[Tool, ...] = (
                     "path": STRING,
                     "contentHash": STRING,
                     "chars": {"type": "integer"},
+                    "text": STRING,
                     "truncated": {"type": "boolean"},
                     "shownLines": {"type": "array", "items": {"type": "integer"}},
+                    "notice": STRING,
                     "error": STRING,
                 },
                 ["path"],
             ),
+            summary=STRING,
         ),
     ),
 )

@@ -18,6 +18,7 @@ move (or one before, for a dry run) is all ``move_note`` needs.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,12 @@ from teamvault_mcp.errors import (
     PreconditionFailedError,
     TeamVaultError,
     ToolInputError,
+    short_hash,
 )
 from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.links import path_key
 from teamvault_mcp.text.relink import LinkChange, rewrite_note_links
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.indexing import index_notes, is_markdown, link_graph, list_vault, texts_of
 from teamvault_mcp.tools.no_lost_updates import write_content
@@ -48,20 +51,37 @@ MAX_REWRITES = 12
 #: A link shown in an answer is cut to about this many characters.
 LINK_CHARS = 80
 
-#: The ``links`` field of move_note's result: the notes whose links were (or would be) rewritten, and those not.
+#: The ``links`` field of move_note's result: the notes whose links were (or would be) rewritten, and those not;
+#: ``summary`` is the text's line on them (``Links: 14 links in 3 notes updated to …``). A dry run gives each
+#: note's ``lines`` and the distinct ``rewrites`` its text shows (the most frequent first, as many as it shows).
 LINKS_SCHEMA = object_schema(
     {
+        "summary": STRING,
         "updated": {
             "type": "array",
-            "items": object_schema({"path": STRING, "links": {"type": "integer"}, "contentHash": STRING}, ["path"]),
+            "items": object_schema(
+                {
+                    "path": STRING,
+                    "links": {"type": "integer"},
+                    "contentHash": STRING,
+                    "lines": {"type": "array", "items": {"type": "integer"}},
+                },
+                ["path"],
+            ),
         },
         "notUpdated": {
             "type": "array",
             "items": object_schema({"path": STRING, "why": STRING, "retry": STRING}, ["path", "why", "retry"]),
         },
+        "rewrites": {
+            "type": "array",
+            "items": object_schema(
+                {"link": STRING, "newLink": STRING, "times": {"type": "integer"}}, ["link", "newLink", "times"]
+            ),
+        },
         "problem": STRING,
     },
-    ["updated", "notUpdated"],
+    ["summary", "updated", "notUpdated"],
 )
 
 
@@ -181,40 +201,44 @@ def dry_run(
             "choose another newPath."
         )
     ctx.facts["noop"] = True
-    result: dict[str, Any] = {"id": file.id, "path": new_path, "previousPath": path, "dryRun": True}
-    lines = [f"Dry run: nothing was written. {path} would move to {new_path}."]
+    answer = Answer(id=file.id, path=new_path, previousPath=path, dryRun=True)
+    answer.summary(f"Dry run: nothing was written. {path} would move to {new_path}.")
+    links: dict[str, Any] = {"summary": "", "updated": [], "notUpdated": []}
+    answer.data["links"] = links
     if not update_links:
-        result["links"] = {"updated": [], "notUpdated": []}
-        lines.append("updateLinks=false: no link would be changed.")
-        return ToolOutput("\n".join(lines), result)
+        links["summary"] = "updateLinks=false: no link would be changed."
+        answer.line(links["summary"])
+        return answer.output()
     plan = plan_relinks(ctx, project_id, path, new_path, moved=False)
     changes = [change for note in plan.notes for change in note.changes]
-    result["links"] = {
-        "updated": [{"path": note.path, "links": len(note.changes)} for note in plan.notes],
-        "notUpdated": [{"path": where, "why": why, "retry": retry} for where, why, retry in plan.refused],
-    }
-    lines.append(f"{_count(len(changes), 'link')} in {_count(len(plan.notes), 'note')} would be rewritten.")
+    links["summary"] = f"{_count(len(changes), 'link')} in {_count(len(plan.notes), 'note')} would be rewritten."
+    answer.line(links["summary"])
+    for note in plan.notes:  # every note in the data, as before; the first MAX_SHOWN in the text
+        lines = sorted({change.line for change in note.changes})
+        links["updated"].append({"path": note.path, "links": len(note.changes), "lines": lines})
     if changes:  # where (one line a note), then what: each distinct rewrite once, the most frequent first
-        lines.append("Where (note:lines):")
-        lines += [
-            f"{note.path}:{','.join(str(line) for line in sorted({c.line for c in note.changes}))}"
-            for note in plan.notes[:MAX_SHOWN]
-        ]
+        answer.label("Where (note:lines):")
+        for entry in links["updated"][:MAX_SHOWN]:
+            answer.line(f"{entry['path']}:{','.join(str(line) for line in entry['lines'])}")
         if len(plan.notes) > MAX_SHOWN:
-            lines.append(f"[Cut: {MAX_SHOWN} of {len(plan.notes):,} notes shown; all are in the structured result.]")
+            answer.notice(_cut_notice(ctx, len(plan.notes), path))
         rewrites = Counter((_old(change), change.new) for change in changes)
-        lines.append("What (link → new link):")
+        answer.label("What (link → new link):")
+        links["rewrites"] = []
         for (old, new), times in rewrites.most_common(MAX_REWRITES):
-            lines.append(f"{_short(old)} → {_short(new)}{f'  ×{times}' if times > 1 else ''}")
+            answer.line(f"{_short(old)} → {_short(new)}{f'  ×{times}' if times > 1 else ''}")
+            links["rewrites"].append({"link": old, "newLink": new, "times": times})
         if len(rewrites) > MAX_REWRITES:
-            lines.append(f"[and {_count(len(rewrites) - MAX_REWRITES, 'more rewrite')}; the lines above show where]")
-    lines += _told(plan, would=True)
-    lines.append("To do it: the same move_note call without dryRun.")
-    return ToolOutput("\n".join(lines), result)
+            answer.notice(f"[and {_count(len(rewrites) - MAX_REWRITES, 'more rewrite')}; the lines above show where]")
+    _told(answer, plan, would=True)
+    answer.notice("To do it: the same move_note call without dryRun.")
+    return answer.output()
 
 
 def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str, moved: ToolOutput) -> ToolOutput:
     """``moved`` (move_note's result) with every link to the moved note kept right, note by note, and what was not."""
+    answer = Answer(**(moved.structured or {}))
+    answer.line(moved.text)
     try:
         plan = plan_relinks(ctx, project_id, old_path, new_path, moved=True)
     except CallCancelledError:
@@ -224,8 +248,10 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
             f"The move is done, but the links to it were not updated: {_short(str(error), 240)} broken_links() "
             f"lists the links left pointing at {old_path}; fix them with edit_note."
         )
-        failed = {"updated": [], "notUpdated": [], "problem": problem}
-        return ToolOutput(f"{moved.text}\nLinks: NOT updated. {problem}", {**(moved.structured or {}), "links": failed})
+        summary = f"Links: NOT updated. {problem}"
+        answer.data["links"] = {"summary": summary, "updated": [], "notUpdated": [], "problem": problem}
+        answer.line(summary)
+        return answer.output()
     updated: list[dict[str, Any]] = []
     refused = list(plan.refused)
     for note in plan.notes:
@@ -252,41 +278,50 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
             continue
         ctx.remember(project_id, written.data)
         updated.append({"path": note.path, "links": len(note.changes), "contentHash": sha256_hex(written.data)})
-    links: dict[str, Any] = {
-        "updated": updated,
-        "notUpdated": [{"path": p, "why": w, "retry": r} for p, w, r in refused],
-    }
-    structured = {**(moved.structured or {}), "links": links}
     count = sum(entry["links"] for entry in updated)
     if updated or refused:
         headline = f"Links: {_count(count, 'link')} in {_count(len(updated), 'note')} updated to {new_path}"
         headline += ":" if updated else "."
     else:
         headline = "Links: none to change (no link resolved to the note, or each still does)."
-    lines = [moved.text, headline]
-    lines += [f"{entry['path']} ({entry['links']})" for entry in updated[:MAX_SHOWN]]
+    links: dict[str, Any] = {"summary": headline, "updated": updated, "notUpdated": []}
+    answer.data["links"] = links
+    answer.line(headline)
+    # Each with its new hash, which the next edit of it takes (a text-only host sees nothing else).
+    for entry in updated[:MAX_SHOWN]:
+        answer.line(f"{entry['path']} ({entry['links']}); its contentHash is now {short_hash(entry['contentHash'])}")
     if len(updated) > MAX_SHOWN:
-        lines.append(f"[Cut: {MAX_SHOWN} of {len(updated):,} notes shown; all are in the structured result.]")
-    lines += _told(RelinkPlan(refused=refused, captured=plan.captured, partial=plan.partial), would=False)
-    return ToolOutput("\n".join(lines), structured)
+        answer.notice(_cut_notice(ctx, len(updated), new_path))
+    _told(answer, RelinkPlan(refused=refused, captured=plan.captured, partial=plan.partial), would=False)
+    return answer.output()
 
 
-def _told(plan: RelinkPlan, *, would: bool) -> list[str]:
-    """The lines on what is not (or would not be) written, on links the move captures, and a partial read."""
-    lines: list[str] = []
+def _cut_notice(ctx: ToolContext, notes: int, path: str) -> str:
+    """The line that says only the first MAX_SHOWN notes are named, and where to see them all."""
+    where = f'; note_links(path={json.dumps(path, ensure_ascii=False)}, direction="in") lists the notes linking to it'
+    return f"[Cut: {MAX_SHOWN} of {notes:,} notes shown{where if ctx.tools.has('note_links') else ''}.]"
+
+
+def _told(answer: Answer, plan: RelinkPlan, *, would: bool) -> None:
+    """The lines on what is not (or would not be) written (rows of ``links.notUpdated``), on links the move
+    captures, and a partial read (notices)."""
+    links = answer.data["links"]
     if plan.refused:
         verb = "would not be updated" if would else "NOT updated; their links still name the old path"
-        lines.append(f"{_count(len(plan.refused), 'note')} {verb}:")
-        lines += [f"{path}  ({why}) → {retry}" for path, why, retry in plan.refused[:MAX_SHOWN]]
+        answer.label(f"{_count(len(plan.refused), 'note')} {verb}:")
+        for path, why, retry in plan.refused[:MAX_SHOWN]:
+            answer.line(f"{path}  ({why}) → {retry}")
+        links["notUpdated"] += [{"path": path, "why": why, "retry": retry} for path, why, retry in plan.refused]
+        if len(plan.refused) > MAX_SHOWN:
+            answer.notice(f"[Cut: {MAX_SHOWN} of {len(plan.refused):,} notes not updated shown.]")
     if plan.captured:
         path, line, raw = plan.captured[0]
-        lines.append(
+        answer.notice(
             f"[{_count(len(plan.captured), 'link')} that pointed elsewhere will resolve to the moved note, e.g. "
             f"{path}:{line} {_short(raw)}; left as written.]"
         )
     if plan.partial:
-        lines.append(f"[Partial: {plan.partial}]")
-    return lines
+        answer.notice(f"[Partial: {plan.partial}]")
 
 
 def _edit_hint(path: str, changes: tuple[LinkChange, ...], *, read_first: bool = False) -> str:

@@ -36,7 +36,8 @@ from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_he
 from teamvault_mcp.tools.gathering import RESERVE_SECONDS, Texts, gather
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import rewrite
-from teamvault_mcp.tools.spec import STRING, Tool, object_schema
+from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
+from teamvault_mcp.tools.writes import VERIFIED
 from teamvault_mcp.vault.retry import failure
 
 if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
@@ -165,36 +166,66 @@ def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chose
         headline = (
             f"Nothing to replace: {_what(args)} has no match in a note this call may write ({searched} searched)."
         )
+    diffs = _diffs(replacer, chosen)
+    notes: list[dict[str, Any]] = []
+    for number, match in enumerate(chosen[: PREVIEW_NOTES + LISTED_NOTES]):
+        note = {"path": match.path, "matches": match.count, "previousHash": match.read}
+        if number < len(diffs):
+            note["diff"] = diffs[number]  # as the text shows it, under the note's line
+        notes.append(note)
     result: dict[str, Any] = {
+        "summary": headline,
         "dryRun": True,
         "matches": matches,
         "totalNotes": len(chosen),
-        "notes": [
-            {"path": m.path, "matches": m.count, "previousHash": m.read} for m in chosen[: PREVIEW_NOTES + LISTED_NOTES]
-        ],
+        "notes": notes,
         "notesSearched": survey.searched,
         "partial": survey.not_searched > 0,
     }
-    lines = [headline, *_preview_lines(args, replacer, survey, chosen)]
+    notices = _preview_notices(args, survey, chosen)
+    if notices:
+        result["notices"] = notices
+    if chosen:
+        result["applyWith"] = _apply_call(args, chosen)
+    lines = [headline, *_preview_lines(args, replacer, survey, chosen, diffs)]
     return ToolOutput("\n".join(lines), _left_alone_fields(result, survey, chosen))
 
 
-def _preview_lines(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> list[str]:
-    """Each note to write with its count and compact diff (the first PREVIEW_NOTES), the rest listed, the notes
-    left alone, and the call that applies it."""
+def _diffs(replacer: Replacer, chosen: list[_Match]) -> list[str]:
+    """The compact diff of each of the first PREVIEW_NOTES notes, as a preview shows it."""
     from teamvault_mcp.text.replace import compact_diff
 
+    return [
+        compact_diff(match.text, replacer.apply(match.text)[0], around=PREVIEW_CONTEXT_CHARS)
+        for match in chosen[:PREVIEW_NOTES]
+    ]
+
+
+def _preview_lines(
+    args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match], diffs: list[str] | None = None
+) -> list[str]:
+    """Each note to write with its count and compact diff (the first PREVIEW_NOTES), the rest listed, the notes
+    left alone (:func:`_preview_notices`), and the call that applies it."""
+    diffs = _diffs(replacer, chosen) if diffs is None else diffs
     lines = []
-    for match in chosen[:PREVIEW_NOTES]:
-        new, _ = replacer.apply(match.text)
-        lines += [f"{match.path} ({match.count})", compact_diff(match.text, new, around=PREVIEW_CONTEXT_CHARS)]
-    listed = chosen[PREVIEW_NOTES:]
-    if listed:
-        lines.append(f"[Not shown, {_notes(len(listed), 'more ')}: {_listing(listed)}]")
-    lines += _left_alone_lines(args, survey, chosen)
+    for match, diff in zip(chosen, diffs, strict=False):
+        lines += [f"{match.path} ({match.count})", diff]
+    lines += _preview_notices(args, survey, chosen)
     if chosen:
-        lines.append(f"Apply with: {_call(args, dryRun=False, expectedCount=sum(m.count for m in chosen))}")
+        lines.append(f"Apply with: {_apply_call(args, chosen)}")
     return lines
+
+
+def _preview_notices(args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]) -> list[str]:
+    """The notes a preview lists without their diff, and the notes it leaves alone."""
+    listed = chosen[PREVIEW_NOTES:]
+    lines = [f"[Not shown, {_notes(len(listed), 'more ')}: {_listing(listed)}]"] if listed else []
+    return lines + _left_alone_lines(args, survey, chosen)
+
+
+def _apply_call(args: Mapping[str, Any], chosen: list[_Match]) -> str:
+    """The call that applies a preview of ``chosen``."""
+    return _call(args, dryRun=False, expectedCount=sum(match.count for match in chosen))
 
 
 def _left_alone_lines(args: Mapping[str, Any], survey: _Survey, chosen: list[_Match]) -> list[str]:
@@ -263,20 +294,17 @@ def _apply(
     failed = sum(entry["status"] == "failed" for entry in done)
     troubles = [f"{conflicts:,} conflict{'s' if conflicts != 1 else ''}"] if conflicts else []
     troubles += [f"{failed:,} failed"] if failed else []
-    lines = [summary + "".join(f"; {trouble}" for trouble in troubles) + "."]
-    if applied and (troubled or not_reached):  # else they are the notes the preview listed
-        lines.append("Applied: " + ", ".join(f"{entry['path']} ({entry['matches']})" for entry in applied))
-    for entry in troubled:
-        lines.append(f"{entry['status'].capitalize()}: {entry['path']} ({entry['matches']}): {entry['error']}")
-    lines += _left_alone_lines(args, survey, chosen)
+    headline = summary + "".join(f"; {trouble}" for trouble in troubles) + "."
+    lines = [headline, *(_note_line(entry) for entry in done)]  # each note's outcome, and its new contentHash
+    notices = _left_alone_lines(args, survey, chosen)
     if not_reached:
-        lines.append(
+        notices.append(
             f"[Not reached, the call's time budget ran out: {_listing(not_reached)}. Nothing was written to them; "
             "preview again (dryRun=true) to see what is left.]"
         )
-    if applied:
-        lines.append("New contentHashes: in the structured result, or read_note.")
+    lines += notices
     result: dict[str, Any] = {
+        "summary": headline,
         "dryRun": False,
         "matches": replaced,
         "applied": len(applied),
@@ -286,6 +314,8 @@ def _apply(
         "notesSearched": survey.searched,
         "partial": False,
     }
+    if notices:
+        result["notices"] = notices
     if not_reached:
         result["notReached"] = [match.path for match in not_reached]
     _left_alone_fields(result, survey, chosen)
@@ -340,6 +370,22 @@ def _write(ctx: ToolContext, project_id: str, replacer: Replacer, match: _Match)
     return entry
 
 
+def _note_line(entry: dict[str, Any]) -> str:
+    """What happened to one note, as the applied answer's text says it: ``Applied: a.md (2); its contentHash is
+    now 9f2c41d07a3b.``"""
+    said = f"{entry['status'].capitalize()}: {entry['path']} ({entry['matches']})"
+    if entry["status"] == "applied":
+        said += f"; its contentHash is now {short_hash(entry['contentHash'])}."
+        if entry.get("verified"):
+            said += f" {VERIFIED}"
+        if entry.get("unchecked"):
+            said += f" Not checked for a colleague's write at the same moment: {entry['unchecked']}."
+        return said
+    if entry["status"] == "unchanged":
+        return f"{said}: the replacement is the text it replaces; nothing was written."
+    return f"{said}: {entry['error']}"
+
+
 def _conflict(error: ConflictError) -> str:
     if error.current is None:
         return "deleted since this call read it; nothing was written."
@@ -389,6 +435,27 @@ def _call(args: Mapping[str, Any], **changes: Any) -> str:
 
 # -- the tool ----------------------------------------------------------------------------------------------
 
+#: One note of the answer: a preview's (its matches, the hash they were counted on, and for the first
+#: PREVIEW_NOTES the compact diff the text shows under it), or an applied one's (its status, its new contentHash,
+#: or why not).
+NOTE_RESULT = object_schema(
+    {
+        "path": STRING,
+        "matches": {"type": "integer"},
+        "previousHash": STRING,
+        "diff": STRING,
+        "status": {"type": "string", "enum": ["applied", "unchanged", "conflict", "failed"]},
+        "contentHash": NULLABLE_STRING,
+        "error": STRING,
+        "uncertain": {"type": "boolean"},
+        "outOfTime": {"type": "boolean"},
+        "verified": {"type": "boolean"},
+        "rebasedOnto": rows(STRING),
+        "unchecked": STRING,
+    },
+    ["path", "matches"],
+)
+
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="replace_in_notes",
@@ -412,15 +479,27 @@ TOOLS: tuple[Tool, ...] = (
         writes=True,
         destructive=True,  # replaces text in many notes (the server keeps the old content as versions)
         idempotent=False,  # a replacement that contains what it replaces changes the notes again
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "dryRun": {"type": "boolean"},
                 "matches": {"type": "integer"},
-                "notes": {"type": "array", "items": object_schema({"path": STRING}, ["path"])},
+                "notes": rows(NOTE_RESULT),
                 "notesSearched": {"type": "integer"},
                 "partial": {"type": "boolean"},
+                "applyWith": STRING,
+                "totalNotes": {"type": "integer"},
+                "applied": {"type": "integer"},
+                "conflicts": {"type": "integer"},
+                "failed": {"type": "integer"},
+                "notReached": rows(STRING),
+                "pastLimit": object_schema(
+                    {"notes": {"type": "integer"}, "matches": {"type": "integer"}}, ["notes", "matches"]
+                ),
+                "outsideScope": rows(object_schema({"path": STRING, "matches": {"type": "integer"}}, ["path"])),
+                "leftAlone": rows(object_schema({"path": STRING, "why": STRING}, ["path", "why"])),
+                "notesNotSearched": {"type": "integer"},
             },
-            ["dryRun", "matches", "notes", "notesSearched", "partial"],
+            ["summary", "dryRun", "matches", "notes", "notesSearched", "partial"],
         ),
     ),
 )

@@ -19,7 +19,7 @@ from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.text.schemas import Schema
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.tools.kinds import FIELD_READERS, read_text
-from teamvault_mcp.tools.no_lost_updates import rewrite
+from teamvault_mcp.tools.no_lost_updates import STORY, rewrite
 from teamvault_mcp.tools.registry import SchemaRegistry, SchemaSet
 from teamvault_mcp.tools.spec import STRING, Tool, object_schema
 from teamvault_mcp.tools.writes import VERIFIED, create_content
@@ -98,10 +98,11 @@ def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values
         "frontmatter": frontmatter.read(text, path)[0],
         "diff": unified_diff("", text, before="/dev/null", after=f"b/{path}"),
     }
+    result["summary"] = f"Created {path} ({schema.name}); its contentHash is {short_hash(new_hash)}."
     if verified:
         result.update(verified=True, note=VERIFIED)
-    headline = f"Created {path} ({schema.name}); its contentHash is {short_hash(new_hash)}."
-    return ToolOutput(f"{headline}{' ' + VERIFIED if verified else ''}\n{result['diff']}", result)
+        result["summary"] += f" {VERIFIED}"
+    return ToolOutput(f"{result['summary']}\n{result['diff']}", result)
 
 
 # -- the tools ----------------------------------------------------------------------------------------
@@ -198,8 +199,13 @@ def schema_tool(schema: Schema) -> Tool:
                 "contentHash": STRING,
                 "frontmatter": {"type": "object"},
                 "diff": STRING,
-                "verified": {"type": "boolean"},
+                "summary": STRING,
+                # an update (rewrite's result) also says these
+                "previousHash": STRING,
+                "changed": {"type": "boolean"},
+                "dryRun": {"type": "boolean"},
+                **STORY,
             },
-            ["path", "action", "contentHash", "frontmatter"],
+            ["path", "action", "contentHash", "frontmatter", "diff", "summary"],
         ),
     )

@@ -32,10 +32,11 @@ from teamvault_mcp.text.search import (
     rank,
     vocabulary,
 )
+from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import Gathered, Texts, gather, gc_paused
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.spec import STRING, See, Tool, object_schema
+from teamvault_mcp.tools.spec import STRING, See, Tool, answer_schema, object_schema, rows
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -73,54 +74,54 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         shown, notes_shown = rank(scored.candidates, matcher, limit, texts.of_candidate)
     total_notes = len(scored.candidates)
     slow_lines = sum(matcher.slow_lines.values())
-    result: dict[str, Any] = {
-        "query": args["query"],
-        "mode": mode,
-        "hits": [hit.as_json() for hit in shown],
-        "totalNotes": total_notes,
-        "moreNotes": total_notes - notes_shown,
-        "notesSearched": scored.searched,
-        "partial": gathered.not_searched > 0 or slow_lines > 0,
-    }
-    lines = []
+    answer = Answer(
+        query=args["query"],
+        mode=mode,
+        hits=[],
+        totalNotes=total_notes,
+        moreNotes=total_notes - notes_shown,
+        notesSearched=scored.searched,
+        partial=gathered.not_searched > 0 or slow_lines > 0,
+    )
     if gathered.not_searched:
-        result["notesNotSearched"] = gathered.not_searched
-        lines.append(
+        answer.data["notesNotSearched"] = gathered.not_searched
+        answer.notice(
             f"[Partial: {gathered.not_searched:,} of {len(files):,} notes were not searched ({gathered.why_partial}). "
             "The notes read so far are cached: searching again continues where this stopped.]"
         )
     if slow_lines:
-        result["slowLines"] = slow_lines
-        lines.append(_slow_lines_notice(matcher.slow_lines))
+        answer.data["slowLines"] = slow_lines
+        answer.notice(_slow_lines_notice(matcher.slow_lines))
     query = json.dumps(args["query"], ensure_ascii=False)
     if corrected is not None:
-        result["correctedQuery"] = " ".join(matcher.words)
-        lines.append(
+        corrected_query = " ".join(matcher.words)
+        answer.data["correctedQuery"] = corrected_query
+        answer.summary(
             f"No note holds {query}; {_said_as(scored.replaced)}, the closest word"
             f"{'s' if len(scored.replaced) > 1 else ''} in this vault. Hits for "
-            f"{json.dumps(result['correctedQuery'], ensure_ascii=False)}:"
+            f"{json.dumps(corrected_query, ensure_ascii=False)}:"
         )
     elif not shown:
-        lines.append(_no_hits(ctx, args["query"], mode, matcher, gathered, scored))
+        answer.summary(_no_hits(ctx, args["query"], mode, matcher, gathered, scored))
     else:
         # The agent knows its query and mode; the count, and the cap when it may have hidden lines of a note.
         per_note = Counter(hit.path for hit in shown)
         capped = " (at most 3 per note)" if max(per_note.values()) >= HITS_PER_NOTE else ""
-        lines.append(
+        answer.summary(
             f"{len(shown)} hit{'s' if len(shown) != 1 else ''} in {notes_shown:,} note"
             f"{'s' if notes_shown != 1 else ''}{capped}:"
         )
     for hit in shown:
         where = f" section={toc_argument(hit.toc_path)}" if hit.toc_path else ""
-        lines.append(f"{hit.path}:{hit.line}{where} · {hit.snippet}")
+        answer.row("hits", f"{hit.path}:{hit.line}{where} · {hit.snippet}", hit.as_json())
     if total_notes > notes_shown:
-        lines.append(
+        answer.notice(
             f"[{total_notes - notes_shown:,} more matching notes not shown: narrow with prefix or more words, "
             "or raise limit.]"
         )
     if any(hit.toc_path for hit in shown) and ctx.tools.has("read_note"):
-        lines.append("read_note(path, section=...) reads a hit's section.")
-    return ToolOutput("\n".join(lines), result)
+        answer.notice("read_note(path, section=...) reads a hit's section.")
+    return answer.output()
 
 
 @dataclass
@@ -277,15 +278,15 @@ def find_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     with gc_paused():
         types = dict(ctx.client.list_paths(project_id))
         found = find_paths(args["query"], list(types), args.get("limit", DEFAULT_FOUND))
-    notes = [{"path": path, "type": types[path], "score": score} for path, score in found]
-    if notes:
-        head = (
-            f"{len(notes)} path{'s' if len(notes) != 1 else ''} like {json.dumps(args['query'], ensure_ascii=False)}:"
-        )
-        text = "\n".join([head, *(f"{note['path']}  ({note['score']})" for note in notes)])
+    query = json.dumps(args["query"], ensure_ascii=False)
+    answer = Answer(query=args["query"], notes=[])
+    if found:
+        answer.summary(f"{len(found)} path{'s' if len(found) != 1 else ''} like {query}:")
     else:
-        text = f"No path like {json.dumps(args['query'], ensure_ascii=False)}. Try fewer letters, or search_notes."
-    return ToolOutput(text, {"query": args["query"], "notes": notes})
+        answer.summary(f"No path like {query}. Try fewer letters, or search_notes.")
+    for path, score in found:
+        answer.row("notes", f"{path}  ({score})", {"path": path, "type": types[path], "score": score})
+    return answer.output()
 
 
 # -- the tools ----------------------------------------------------------------------------------------
@@ -320,25 +321,24 @@ TOOLS: tuple[Tool, ...] = (
             ),
         ),
         handler=search_notes,
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "query": STRING,
                 "mode": STRING,
                 "correctedQuery": STRING,
-                "hits": {
-                    "type": "array",
-                    "items": object_schema(
+                "hits": rows(
+                    object_schema(
                         {
                             "path": STRING,
                             "line": {"type": "integer"},
                             "snippet": STRING,
                             "breadcrumb": STRING,
-                            "tocPath": {"type": "array", "items": STRING},
+                            "tocPath": rows(STRING),
                             "score": {"type": "number"},
                         },
                         ["path", "line", "snippet", "breadcrumb", "tocPath", "score"],
-                    ),
-                },
+                    )
+                ),
                 "totalNotes": {"type": "integer"},
                 "moreNotes": {"type": "integer"},
                 "notesSearched": {"type": "integer"},
@@ -367,15 +367,14 @@ TOOLS: tuple[Tool, ...] = (
             ),
         ),
         handler=find_notes,
-        output_schema=object_schema(
+        output_schema=answer_schema(
             {
                 "query": STRING,
-                "notes": {
-                    "type": "array",
-                    "items": object_schema(
+                "notes": rows(
+                    object_schema(
                         {"path": STRING, "type": STRING, "score": {"type": "number"}}, ["path", "type", "score"]
-                    ),
-                },
+                    )
+                ),
             },
             ["query", "notes"],
         ),

@@ -69,16 +69,16 @@ def _edit(ctx: ToolContext, project_id: str, note: Note, args: Mapping[str, Any]
     )
     result = output.structured or {}
     if dry_run and result.get("changed"):
-        call = _call(args, expectedHash=short_hash(result["previousHash"]))
-        headline = (
+        result["summary"] = (
             f"Dry run: nothing was written. {_done(mode, section, would=True)} {note.path}, making its contentHash "
-            f"{short_hash(result['contentHash'])} (it is {short_hash(result['previousHash'])} now). "
-            f"Apply it with: {call}"
+            f"{short_hash(result['contentHash'])} (it is {short_hash(result['previousHash'])} now)."
         )
+        result["applyWith"] = _call(args, expectedHash=short_hash(result["previousHash"]))
+        headline = f"{result['summary']} Apply it with: {result['applyWith']}"
         return ToolOutput(f"{headline}\n{hunks_only(result['diff'])}", result)
     if story:
         first, _, rest = output.text.partition("\n")
-        return ToolOutput(f"{first} {story}\n{rest}", {**result, "note": story})
+        return ToolOutput(f"{first} {story}\n{rest}", {**result, "note": story, "summary": f"{first} {story}"})
     return output
 
 
@@ -111,11 +111,12 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
     ctx.facts.update(hashBefore=None, hashAfter=new_hash)
     if args.get("dryRun"):
         ctx.facts["noop"] = True
-        headline = (
+        result["summary"] = (
             f"Dry run: nothing was written. {path} does not exist; this would create it with contentHash "
-            f"{short_hash(new_hash)}. Apply it with: {_call(args)}"
+            f"{short_hash(new_hash)}."
         )
-        return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
+        result["applyWith"] = _call(args)
+        return ToolOutput(f"{result['summary']} Apply it with: {result['applyWith']}\n{hunks_only(diff)}", result)
     try:
         written, verified = create_content(ctx, project_id, path, data)
     except HTTPStatusError as error:
@@ -134,6 +135,7 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
     if verified:
         result.update(verified=True, note=VERIFIED)
         headline += f" {VERIFIED}"
+    result["summary"] = headline
     return ToolOutput(f"{headline}\n{hunks_only(diff)}", result)
 
 
@@ -191,7 +193,7 @@ TOOLS: tuple[Tool, ...] = (
         params=(  # what the description says is not said again: the tool list is carried on every turn
             Param("path", "The note."),
             Param("section", "tocPath; [] = whole note.", kind="section"),
-            Param("content", "Markdown.", kind="content"),
+            Param("content", "Markdown.", kind="note_text"),
             Param("mode", "", kind="choice", required=False, choices=sections.MODES),
             Param("expectedHash", "Write only if unchanged since.", kind="hash", required=False),
             Param("dryRun", "Diff only.", kind="flag", required=False),

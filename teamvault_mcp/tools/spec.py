@@ -168,3 +168,45 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
 
 def list_schema(key: str, item: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return object_schema({key: {"type": "array", "items": item}, **extra}, [key])
+
+
+#: What every answer built by ``answer.py`` may hold besides its own fields: the headline and the notices.
+ANSWER_FIELDS: dict[str, Any] = {"summary": STRING, "notices": {"type": "array", "items": STRING}}
+
+
+def answer_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The output schema of an :class:`~teamvault_mcp.tools.answer.Answer`: ``properties``, its summary and its
+    notices."""
+    return object_schema({**properties, **ANSWER_FIELDS}, required)
+
+
+def rows(item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": item}
+
+
+#: An error result's structured content (TEAM_VAULT_STRUCTURED_CONTENT=on): ``{"error": ERROR}``, the message and
+#: what the error knows as data (the path, the current hash and the diff of a conflict, …).
+ERROR = object_schema(
+    {
+        "message": STRING,
+        "mayHaveBeenApplied": {"type": "boolean"},
+        "path": STRING,
+        "httpStatus": {"type": "integer"},
+        "code": STRING,
+        "expectedHash": STRING,
+        "currentHash": NULLABLE_STRING,
+        "diff": STRING,
+    },
+    ["message"],
+)
+
+
+def with_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as ``tools/list`` declares it: a result holds its fields, or is an error ``{"error": …}``.
+
+    Clients check an error result's structured content against the schema too (the TypeScript SDK does), so
+    the schema must admit both: the fields a result always has are required unless ``error`` is there."""
+    declared = {key: value for key, value in schema.items() if key != "required"}
+    declared["properties"] = {**schema["properties"], "error": ERROR}
+    declared["anyOf"] = [{"required": schema.get("required", [])}, {"required": ["error"]}]
+    return declared

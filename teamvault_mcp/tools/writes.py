@@ -174,11 +174,12 @@ def settle(
 
 
 def result_with(result: dict[str, Any], verified: bool, said: str) -> ToolOutput:
-    """A write's result: ``said`` (what was done, with the new contentHash) as the text, ``result`` as the
-    structured content; a write settled by a check says so in both."""
+    """A write's result: ``said`` (what was done, with the new contentHash) as the text and as the data's
+    ``summary``, in ``result`` with the facts it names; a write settled by a check says so in both."""
     if verified:
         result.update(verified=True, note=VERIFIED)
         said = f"{said} {VERIFIED}"
+    result["summary"] = said
     return ToolOutput(said, result)
 
 

@@ -14,6 +14,7 @@ Versions are pinned in ``package.json``. The tests need ``node`` (>= 20) and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import pytest
 
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -107,10 +109,19 @@ def wait_until(condition: Callable[[], Any], seconds: float, failure: str) -> No
 class SdkClient:
     """``sdk_client.mjs`` in a child process: the TS SDK client, connected to our server."""
 
-    def __init__(self, node: str, vault: LocalVault, errlog: IO[str], *, http: tuple[str, str] | None = None) -> None:
-        """``http``: (URL, token) of a ``serve --http`` endpoint to connect to instead of spawning the server."""
+    def __init__(
+        self,
+        node: str,
+        vault: LocalVault,
+        errlog: IO[str],
+        *,
+        http: tuple[str, str] | None = None,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        """``http``: (URL, token) of a ``serve --http`` endpoint to connect to instead of spawning the server;
+        ``settings``: more TEAM_VAULT_* variables for the server it spawns."""
         env = {key: value for key, value in os.environ.items() if not key.startswith("TEAM_VAULT_")}
-        env.update(server_env(vault))  # the script hands TEAM_VAULT_* on to the server
+        env.update({**server_env(vault), **(settings or {})})  # the script hands TEAM_VAULT_* on to the server
         target = SERVER
         if http is not None:
             target = ["--http", http[0]]
@@ -183,13 +194,14 @@ class SdkClient:
 
 
 @pytest.fixture
-def sdk(node: str, vault: LocalVault, tmp_path: Path) -> Iterator[Callable[[], SdkClient]]:
-    """Start the TS SDK client (and through it the server) on the test's vault."""
+def sdk(node: str, vault: LocalVault, tmp_path: Path) -> Iterator[Callable[..., SdkClient]]:
+    """Start the TS SDK client (and through it the server) on the test's vault; keyword arguments are more
+    TEAM_VAULT_* settings for the server."""
     started: list[SdkClient] = []
     with open(tmp_path / "sdk_client.stderr", "w+") as errlog:
 
-        def start() -> SdkClient:
-            started.append(SdkClient(node, vault, errlog))
+        def start(**settings: str) -> SdkClient:
+            started.append(SdkClient(node, vault, errlog, settings=settings))
             return started[-1]
 
         yield start
@@ -198,23 +210,29 @@ def sdk(node: str, vault: LocalVault, tmp_path: Path) -> Iterator[Callable[[], S
 
 
 def text_of(result: dict[str, Any]) -> str:
-    """The first text block: a read's note exactly as stored (a second block, if any, gives its contentHash)."""
+    """The result's one text block."""
     content = result["content"]
-    assert all(block["type"] == "text" for block in content)
-    assert len(content) == 1 or (len(content) == 2 and content[1]["text"].startswith("[contentHash: "))
+    assert [block["type"] for block in content] == ["text"], content
     text: str = content[0]["text"]
     return text
 
 
-def test_ts_sdk_lists_the_tools_writes_and_reads(sdk: Callable[[], SdkClient], vault: LocalVault) -> None:
-    client = sdk()
+def read_text(result: dict[str, Any]) -> str:
+    """A read's note exactly as stored: its one text block after the ``[contentHash: …]`` line."""
+    header, _, note = text_of(result).partition("\n")
+    assert re.fullmatch(r"\[contentHash: [0-9a-f]{12}\]", header), header
+    return note
+
+
+def test_ts_sdk_lists_the_tools_writes_and_reads(sdk: Callable[..., SdkClient], vault: LocalVault) -> None:
+    client = sdk(TEAM_VAULT_STRUCTURED_CONTENT="on")
     assert client.ready["server"]["name"] == "team-vault"
     assert client.ready["protocolVersion"] == client.ready["offered"]  # the SDK's latest, accepted as is
 
     tools = client("list")["tools"]
     assert [tool["name"] for tool in tools] == TOOL_NAMES
     assert all(tool["inputSchema"]["type"] == "object" for tool in tools)
-    assert "outputSchema" in tools[TOOL_NAMES.index("write_note")]  # so the SDK validates its result below
+    assert all("outputSchema" in tool for tool in tools)  # so the SDK validates the results below
 
     note = "# From TypeScript\nЁлка 🎄\n"
     written = client.call("write_note", path="interop/ts.md", content=note)
@@ -223,8 +241,9 @@ def test_ts_sdk_lists_the_tools_writes_and_reads(sdk: Callable[[], SdkClient], v
     assert stored(vault, "interop/ts.md") == note.encode()
 
     read = client.call("read_note", path="interop/ts.md")
-    assert (text_of(read), read["isError"]) == (note, False)
+    assert (read_text(read), read["isError"]) == (note, False)
     assert read["structuredContent"]["contentHash"] == written["structuredContent"]["contentHash"]
+    assert read["structuredContent"]["text"] == note
 
     missing = client.call("read_note", path="interop/nobody.md")  # a tool error is a result, not a throw
     assert text_of(missing).startswith("Note not found: interop/nobody.md") and missing["isError"]
@@ -232,7 +251,7 @@ def test_ts_sdk_lists_the_tools_writes_and_reads(sdk: Callable[[], SdkClient], v
 
 
 def test_ts_sdk_abort_stops_the_vault_request_at_once_and_the_server_keeps_serving(
-    sdk: Callable[[], SdkClient], vault: LocalVault
+    sdk: Callable[..., SdkClient], vault: LocalVault
 ) -> None:
     client = sdk()
     vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=60))
@@ -268,7 +287,8 @@ def test_ts_sdk_abort_stops_the_vault_request_at_once_and_the_server_keeps_servi
     assert not written["isError"], text_of(written)
     assert stored(vault, "after.md") == b"still serving\n"
     read = client.call("read_note", path="after.md")
-    assert (text_of(read), read["isError"]) == ("still serving\n", False)
+    assert (read_text(read), read["isError"]) == ("still serving\n", False)
+    assert "structuredContent" not in read  # the default: the text alone
     # No answer ever came for the cancelled request, and the SDK saw nothing amiss.
     assert client("close") == {"op": "close", "unexpected": [], "answeredAfterCancel": []}
 
@@ -289,7 +309,7 @@ def test_ts_sdk_over_streamable_http_lists_writes_reads_and_cancels(
             assert not written["isError"], text_of(written)
             assert stored(vault, "interop/http.md") == b"over HTTP\n"
             read = client.call("read_note", path="interop/http.md")
-            assert (text_of(read), read["isError"]) == ("over HTTP\n", False)
+            assert (read_text(read), read["isError"]) == ("over HTTP\n", False)
             missing = client.call("read_note", path="interop/nobody.md")
             assert text_of(missing).startswith("Note not found: interop/nobody.md") and missing["isError"]
 
@@ -341,14 +361,14 @@ def test_inspector_calls_a_write_tool_and_a_read_tool(node: str, vault: LocalVau
     arguments = json.dumps({"path": "interop/inspector.md", "content": note})
     code, written, stderr = inspector(node, vault, tmp_path, *tools_call("write_note", "--tool-args-json", arguments))
     assert code == 0, stderr
-    assert written["result"]["structuredContent"]["action"] == "created"
+    assert text_of(written["result"]).startswith("Created interop/inspector.md ")  # the default: text alone
     assert stored(vault, "interop/inspector.md") == note.encode()
 
     read_args = tools_call("read_note", "--tool-arg", "path=interop/inspector.md")  # the k=v form
     code, read, stderr = inspector(node, vault, tmp_path, *read_args)
     assert code == 0, stderr
-    assert read["result"]["content"][0] == {"type": "text", "text": note}
-    assert read["result"]["content"][1]["text"].startswith("[contentHash: ")
+    digest = hashlib.sha256(note.encode()).hexdigest()
+    assert read["result"]["content"] == [{"type": "text", "text": f"[contentHash: {digest[:12]}]\n{note}"}]
     assert read["result"]["isError"] is False
 
 
@@ -357,3 +377,25 @@ def test_inspector_exits_5_on_a_tool_error(node: str, vault: LocalVault, tmp_pat
     assert code == 5, stderr
     assert output["result"] == {"content": [{"type": "text", "text": "Note not found: nobody.md"}], "isError": True}
     assert json.loads(stderr)["error"]["code"] == "tool_is_error"
+
+
+def test_ts_sdk_accepts_every_result_of_the_host_views_suite_with_structured_content_on(
+    sdk: Callable[..., SdkClient], vault: LocalVault
+) -> None:
+    """The TypeScript SDK checks every result's structured content against the tool's outputSchema, error results
+    included (the Python SDK checks only the others): the whole task suite of issue 25 passes it, and every view
+    of every answer holds its facts."""
+    from support.host_views import SCHEMA_DIR, Vault, run_suite, seed_team_vault
+
+    seed_team_vault(vault)
+    client = sdk(TEAM_VAULT_STRUCTURED_CONTENT="on", TEAM_VAULT_SCHEMA_DIR=SCHEMA_DIR)
+    tools = client("list")["tools"]  # the SDK keeps each tool's outputSchema from here on
+    assert all("outputSchema" in tool for tool in tools)
+
+    async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = client("call", name=tool, arguments=arguments)["result"]  # a mismatch throws
+        return result
+
+    outcomes = anyio.run(run_suite, call, Vault(vault))
+    assert {outcome.task.name: outcome.missing for outcome in outcomes if not outcome.green} == {}
+    assert client("close") == {"op": "close", "unexpected": [], "answeredAfterCancel": []}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -74,6 +75,13 @@ class Session:
         text, is_error, _ = await self.call(tool, **arguments)
         assert not is_error, text
         return text
+
+    async def read(self, path: str, **arguments: Any) -> str:
+        """The note's text as ``read_note`` gives it, after the ``[contentHash: …]`` line it starts with."""
+        text = await self.text_ok("read_note", path=path, **arguments)
+        header, _, body = text.partition("\n")
+        assert re.fullmatch(r"\[contentHash: [0-9a-f]{12}\]", header), text[:200]
+        return body
 
     async def tool_names(self) -> list[str]:
         return [tool.name for tool in (await self.client.list_tools()).tools]
