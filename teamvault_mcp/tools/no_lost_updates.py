@@ -229,7 +229,13 @@ def _write(
         if mode == "replace":
             outcome.replacing(check.replaced, path)
             return outcome
-        theirs, theirs_data = to_keep(ctx, project_id, file, built_on, check.between)
+        if mode == "rebase":
+            # Ours is made again on exactly what our write replaced: the version just before ours. Any version
+            # before that one was replaced by that version's writer, who makes good on it in turn.
+            theirs = check.between[-1]
+            theirs_data = client.download_version(project_id, file.id, str(theirs["id"]))
+        else:
+            theirs, theirs_data = to_keep(ctx, project_id, file, built_on, check.between)
         try:
             head = _head(ctx, project_id, path)
         except NoteNotFoundError:
