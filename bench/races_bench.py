@@ -12,7 +12,11 @@ version history after each write) and then with them (If-Match, 412). Scenarios:
 ``--package DIR`` runs the agents on the ``teamvault_mcp`` package under DIR, for example the one
 before issue 13 (``git archive 72a7c79 teamvault_mcp | tar -x -C /tmp/before``), against the same vault.
 
-    .venv/bin/python bench/races_bench.py [--trials 5] [--package DIR] [--appenders-only]
+With ``--layouts 16x1,1x16,2x8,4x4`` it runs scenario 3 instead for each layout of processes × agents (an
+agent on a process shares it with the others there: they are its host's parallel calls), counting
+acknowledged, lost, extra copies, conflicts, extra rounds and wall time.
+
+    .venv/bin/python bench/races_bench.py [--trials 5] [--package DIR] [--appenders-only] [--layouts …]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import collections
 import hashlib
 import json
 import os
+import re
 import selectors
 import subprocess
 import sys
@@ -37,8 +42,8 @@ AGENTS = 16
 PATIENCE = 300.0
 
 
-class Agent:
-    """One MCP server process, spoken to in raw JSON-RPC lines."""
+class Host:
+    """One MCP server process, spoken to in raw JSON-RPC lines; several calls may be in flight at once."""
 
     def __init__(self, env: dict[str, str], cwd: str | None) -> None:
         self.process = subprocess.Popen(
@@ -51,6 +56,7 @@ class Agent:
         )
         self.next_id = 0
         self.buffer = b""
+        self.answers: dict[int, dict[str, Any]] = {}
 
     def send(self, method: str, params: dict[str, Any]) -> int:
         self.next_id += 1
@@ -65,18 +71,21 @@ class Agent:
         deadline = time.monotonic() + PATIENCE
         with selectors.DefaultSelector() as selector:
             selector.register(self.process.stdout, selectors.EVENT_READ)
-            while True:
+            while request_id not in self.answers:
                 while b"\n" in self.buffer:
                     line, self.buffer = self.buffer.split(b"\n", 1)
                     message = json.loads(line)
-                    if message.get("id") == request_id:
-                        return dict(message)
+                    if "id" in message:
+                        self.answers[message["id"]] = message
+                if request_id in self.answers:
+                    break
                 if not selector.select(max(deadline - time.monotonic(), 0)):
                     raise SystemExit("an agent did not answer in time")
                 chunk = os.read(self.process.stdout.fileno(), 65536)
                 if not chunk:
                     raise SystemExit("an agent ended")
                 self.buffer += chunk
+        return self.answers.pop(request_id)
 
     def close(self) -> None:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -85,7 +94,8 @@ class Agent:
         self.process.stdout.close()
 
 
-def call_all(agents: list[Agent], calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def call_all(agents: list[Host], calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every agent's call sent at once (agents on one host are its parallel calls); the results, in order."""
     ids = [
         a.send("tools/call", {"name": name, "arguments": args}) for a, (name, args) in zip(agents, calls, strict=True)
     ]
@@ -114,7 +124,7 @@ def entries(text: str) -> collections.Counter[str]:
     return collections.Counter(line for line in text.splitlines() if line.startswith("- entry"))
 
 
-def appenders(vault: LocalVault, agents: list[Agent], trials: int) -> str:
+def appenders(vault: LocalVault, agents: list[Host], trials: int) -> str:
     acknowledged = lost = failed = doubled = 0
     for trial in range(trials):
         path = f"append-{trial}.md"
@@ -136,7 +146,7 @@ def appenders(vault: LocalVault, agents: list[Agent], trials: int) -> str:
     return f"{acknowledged}/{total} acknowledged, {lost} of them missing, {failed} failed, {doubled} doubled lines"
 
 
-def pairs(vault: LocalVault, agents: list[Agent], rounds: int) -> str:
+def pairs(vault: LocalVault, agents: list[Host], rounds: int) -> str:
     both = lost = neither = 0
     for number in range(rounds):
         expected = put(vault, "pair.md", f"# Round {number}\na: open\nb: open\n")
@@ -161,16 +171,26 @@ def pairs(vault: LocalVault, agents: list[Agent], rounds: int) -> str:
     return f"{rounds} rounds: two successes {both} times, a success missing {lost} times, no success {neither} times"
 
 
-def recipe(vault: LocalVault, agents: list[Agent], trials: int) -> str:
-    acknowledged = lost = extra = calls_made = 0
+def read_hash(read: dict[str, Any]) -> str:
+    """The contentHash a read gives: its text's first line (``[contentHash: …]``), or, from a tree before
+    issue 25, its structured content."""
+    found = re.match(r"\[contentHash: ([0-9a-f]+)\]", read["content"][0]["text"])
+    return found.group(1) if found else str(read["structuredContent"]["contentHash"])
+
+
+def recipe(vault: LocalVault, agents: list[Host], trials: int) -> str:
+    """The README's recipe, every agent at once: read, edit_note with that expectedHash, read again on a conflict."""
+    acknowledged = lost = extra = calls_made = conflicts = rounds = 0
+    started = time.perf_counter()
     for trial in range(trials):
-        path = f"recipe-{trial}.md"
+        path = f"recipe-{trial}-{time.monotonic_ns()}.md"
         put(vault, path, "# Log\n")
         pending = dict(enumerate(agents))
         done: list[int] = []
-        for _ in range(4 * len(agents)):
+        for round_number in range(4 * len(agents)):
             if not pending:
                 break
+            rounds += round_number > 0
             reads = call_all(list(pending.values()), [("read_note", {"path": path})] * len(pending))
             calls = [
                 (
@@ -178,8 +198,7 @@ def recipe(vault: LocalVault, agents: list[Agent], trials: int) -> str:
                     {
                         "path": path,
                         "edits": [{"oldText": "# Log\n", "newText": f"# Log\n- entry {number}\n"}],
-                        "expectedHash": read.get("structuredContent", {}).get("contentHash")
-                        or hashlib.sha256(read["content"][0]["text"].encode()).hexdigest(),
+                        "expectedHash": read_hash(read),
                     },
                 )
                 for number, read in zip(pending, reads, strict=True)
@@ -189,23 +208,32 @@ def recipe(vault: LocalVault, agents: list[Agent], trials: int) -> str:
                 if not result.get("isError"):
                     del pending[number]
                     done.append(number)
+                else:
+                    conflicts += 1
         final = entries(content(vault, path))
         acknowledged += len(done)
         lost += sum(1 for number in done if final[f"- entry {number}"] == 0)
         extra += sum(final.values()) - len(set(final))
     total = trials * len(agents)
+    seconds = time.perf_counter() - started
     return (
         f"{acknowledged}/{total} acknowledged, {lost} of them missing, {extra} extra copies of a line, "
-        f"{calls_made} calls"
+        f"{conflicts} conflicts, {rounds} extra rounds, {calls_made} calls, {seconds:.1f} s"
     )
 
 
-def cost(vault: LocalVault, agents: list[Agent]) -> str:
+def cost(vault: LocalVault, agents: list[Host]) -> str:
     put(vault, "cost.md", "# Tasks\n- [ ] one\n")
     before = len(vault.faults.seen)
     call_all(agents[:1], [("edit_note", {"path": "cost.md", "edits": [{"oldText": "one", "newText": "two"}]})])
     methods = [method for method, _ in vault.faults.seen[before:]]
     return f"{len(methods)} requests per edit_note ({' '.join(methods)})"
+
+
+def layout(text: str) -> tuple[int, int]:
+    """``2x8``: two processes, eight agents (parallel calls) in each."""
+    processes, _, per_process = text.partition("x")
+    return int(processes), int(per_process)
 
 
 def main() -> None:
@@ -218,6 +246,11 @@ def main() -> None:
         action="store_true",
         help="scenario 1 alone, without conditional writes, a result line per trial (rare losses need many trials)",
     )
+    parser.add_argument(
+        "--layouts",
+        help="instead of the four scenarios: the recipe storm (scenario 3) for each of these processes×agents "
+        "layouts, e.g. 16x1,1x16,2x8,4x4, on both kinds of server",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory, LocalVault(Path(directory) / "vault") as vault:
         env = {
@@ -228,13 +261,15 @@ def main() -> None:
             "TEAM_VAULT_PROJECT_ID": vault.project_id,
             "TEAM_VAULT_CACHE_DIR": "off",
             "TEAM_VAULT_LOG_LEVEL": "error",
+            "TEAM_VAULT_PREFETCH": "off",
         }
         if options.package:
             env["PYTHONPATH"] = options.package
-        agents = [Agent(env, options.package) for _ in range(AGENTS)]
-        for agent in agents:
-            agent.answer(
-                agent.send(
+        wanted = [layout(text) for text in options.layouts.split(",")] if options.layouts else [(AGENTS, 1)]
+        hosts = [Host(env, options.package) for _ in range(max(processes for processes, _ in wanted))]
+        for host in hosts:
+            host.answer(
+                host.send(
                     "initialize",
                     {
                         "protocolVersion": "2025-11-25",
@@ -243,9 +278,20 @@ def main() -> None:
                     },
                 )
             )
-        print(f"agents: {AGENTS} processes on {options.package or 'this checkout'}")
+        print(f"{len(hosts)} processes on {options.package or 'this checkout'}")
         trials = options.trials
         try:
+            if options.layouts:
+                for conditional in (False, True):
+                    vault.state.conditional_writes = conditional
+                    print(f"\nthe vault {'with' if conditional else 'without'} conditional writes")
+                    for processes, per_process in wanted:
+                        agents = [hosts[number % processes] for number in range(processes * per_process)]
+                        print(
+                            f"  {processes}x{per_process}, {trials} trials: {recipe(vault, agents, trials)}", flush=True
+                        )
+                return
+            agents = hosts
             if options.appenders_only:
                 vault.state.conditional_writes = False
                 for trial in range(trials):
@@ -264,8 +310,8 @@ def main() -> None:
                 print(f"  3. the README's recipe, {AGENTS} agents, {trials} trials: {recipe(vault, agents, trials)}")
                 print(f"  4. no race: {cost(vault, agents)}")
         finally:
-            for agent in agents:
-                agent.close()
+            for host in hosts:
+                host.close()
 
 
 if __name__ == "__main__":

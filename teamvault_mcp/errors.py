@@ -24,6 +24,7 @@ Every failure the package reports is one of these. ``vault/transport.py`` and
     ├── ChangedMeanwhileError       a colleague's write landed during ours; theirs is current again
     ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
     ├── NotAppliedError             an unanswered write that a check found not applied
+    ├── NoteBusyError               another call of this server held the note's lock too long; nothing written
     ├── OutOfTimeError              the call's budget is too short to start a request
     ├── InternalError               a bug, or data nested past what Python can process, stopped the call
     └── CallCancelledError          the host cancelled the call
@@ -641,6 +642,21 @@ class NotAppliedError(TeamVaultError):
 
     def __init__(self, error: TeamVaultError, state: str) -> None:
         super().__init__(f"{error} A check right after found {state}: the change was not applied. You can call again.")
+
+
+class NoteBusyError(TeamVaultError):
+    """Another call of this process was writing the note for longer than this call could wait; nothing of this
+    call was written to it (``tools/note_locks.py``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{printable(path)} is being written by another call of this server, which did not finish in time for "
+            "this one; nothing was written to it. Read the note again and redo your change."
+        )
+
+    def facts(self) -> dict[str, Any]:
+        return {"path": self.path}
 
 
 class InternalError(TeamVaultError):

@@ -49,6 +49,7 @@ from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
 from teamvault_mcp.errors import HTTPStatusError, TeamVaultError
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.tools.note_locks import NoteLocks
 from teamvault_mcp.vault.cache import ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
@@ -110,13 +111,22 @@ class Callers:
             if config.cache_dir is not None
             else None
         )
+        # One table of note locks for every key: a team's agents writing one note take turns, whoever they are.
+        self._note_locks = NoteLocks()
         #: The runner whose configuration gives the instructions (and, in token mode, runs every call).
         self.template = self._runner(config, None)
         if not options.key_from_client:
             self._callers["token"] = Caller(self.template, None, self.clock.monotonic())
 
     def _runner(self, config: Config, user_id: str | None) -> ToolRunner:
-        return ToolRunner(config, clock=self.clock, policy=self.policy, caches=self._caches, audit_user=user_id)
+        return ToolRunner(
+            config,
+            clock=self.clock,
+            policy=self.policy,
+            caches=self._caches,
+            audit_user=user_id,
+            note_locks=self._note_locks,
+        )
 
     async def identify(self, authorization: str | None) -> str | None:
         """The caller's id for an ``Authorization`` header, or None: refuse with 401."""

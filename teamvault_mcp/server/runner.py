@@ -16,6 +16,7 @@ tool call leaves one audit-log line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolOutput, ToolSet
 from teamvault_mcp.tools.gathering import warm_up
+from teamvault_mcp.tools.note_locks import LOCK_RESERVE, NoteLocks
 from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import tools_for
@@ -95,10 +97,12 @@ class ToolRunner:
         caches: ProjectCaches | None = None,
         audit_user: str | None = None,
         ahead: ConnectionsAhead | None = None,
+        note_locks: NoteLocks | None = None,
     ) -> None:
         """``caches``: a content cache shared with other runners (``serve --http --key-from-client``: it is
         addressed by content hash); ``audit_user``: the caller's user id for each audit line; ``ahead``: the
-        pool ``serve`` began connecting in start-up's first moments, for this runner's calls and warm-up."""
+        pool ``serve`` began connecting in start-up's first moments, for this runner's calls and warm-up;
+        ``note_locks``: the locks of the notes being written, shared with the other runners of one server."""
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
@@ -109,6 +113,8 @@ class ToolRunner:
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         self.note_index = NoteIndex()  # links, tags, tasks, front matter by content hash; the link graphs
         self.key_user = KeyUser()
+        # One write to a note at a time, in this process (an empty table is falsy: compare with None).
+        self.note_locks = note_locks if note_locks is not None else NoteLocks()
         self.sync = VaultSync()  # what is being fetched, and whether the server has folder archives
         self.foreground = Foreground()  # the calls running, which the warm-up steps aside for
         self.warm_up: WarmUp | None = None
@@ -392,10 +398,12 @@ class ToolRunner:
             note_index=self.note_index,
             key_user=self.key_user,
             sync=self.sync,
+            note_locks=self.note_locks,
         )
         error: TeamVaultError | None = None
         try:
-            output = tool.handler(context, args)
+            with self._notes_held(tool, args, budget, token):
+                output = tool.handler(context, args)
         except CallCancelledError as cancelled:
             if tool.writes:
                 log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
@@ -425,6 +433,24 @@ class ToolRunner:
         if tool.writes:
             self._audit(tool, args, ended, client=client, facts=context.facts)
         return ended if ended is not None else output
+
+    def _notes_held(
+        self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken
+    ) -> contextlib.AbstractContextManager[bool]:
+        """For a write, the locks of the notes it names, held for the whole call (its reads included): two
+        writes of this server to one note never run at once (``tools/note_locks.py``)."""
+        if not tool.writes:
+            return contextlib.nullcontext(False)
+        paths = []
+        for _, given in tool.written_paths(args):
+            try:
+                paths.append(stored_path_of(given))
+            except InvalidPathError:
+                continue  # the handler refuses it, with the rule
+        project = str(args.get("projectId") or self.config.project_id or "")
+        return self.note_locks.holding(
+            project, paths, seconds=lambda: budget.remaining() - LOCK_RESERVE, cancelled=lambda: token.cancelled
+        )
 
     async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
         """Run ``work`` in a call thread; if this task is cancelled meanwhile, cancel ``token`` at once.

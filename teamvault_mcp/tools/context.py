@@ -33,6 +33,7 @@ from teamvault_mcp.tools.missing import Listings, Revival, not_found
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
     from teamvault_mcp.text.noteindex import NoteIndex
     from teamvault_mcp.text.search import SearchIndex
+    from teamvault_mcp.tools.note_locks import NoteLocks
     from teamvault_mcp.tools.registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
@@ -103,6 +104,8 @@ class ToolContext:
     note_index: NoteIndex | None = None
     #: The key's own user, asked once per session (None: asked by each call that needs it).
     key_user: KeyUser | None = None
+    #: The locks that keep this process's writes to one note one at a time (None: none, a bare context).
+    note_locks: NoteLocks | None = None
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id

@@ -266,8 +266,10 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
     assert project_id is not None and ctx.token is not None and ctx.budget is not None
     token, budget = ctx.token, ctx.budget
 
-    def keep_going() -> str | None:
+    def step_aside() -> None:
         foreground.wait_until_idle(token.event)
+
+    def keep_going() -> str | None:  # never waits: the sync asks it while it holds notes a call may wait for
         if token.cancelled:
             return "the server is stopping"
         if budget.remaining() < RESERVE_SECONDS:
@@ -283,6 +285,7 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
     missing: list[VaultFile] = []
     for file in files:
+        step_aside()
         stop = keep_going()
         if stop is not None:
             report.stopped = stop
@@ -302,5 +305,6 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
         workers=WARM_UP_WORKERS,
         keep_going=keep_going,
         archive_seconds=lambda: budget.remaining() - RESERVE_SECONDS,
+        step_aside=step_aside,
     )
     report.fetched = sum(1 for content_hash in settled.values() if content_hash is not None)

@@ -43,6 +43,7 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.text.diff import hunks_only, shortened, unified_diff
 from teamvault_mcp.text.merge import merge3, only_adds, swap_additions
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
+from teamvault_mcp.tools.note_locks import LOCK_RESERVE
 from teamvault_mcp.tools.spec import NULLABLE_INT, NULLABLE_STRING, STRING, object_schema
 from teamvault_mcp.tools.versions import check_history, describe, hash_of, to_keep, version_with
 from teamvault_mcp.tools.writes import VERIFIED, expect, settle_content
@@ -154,6 +155,36 @@ def write_content(
     """
     if mode == "rebase" and (change is None or read is None):
         raise ValueError("a rebased write needs the text it was made from and the change to make again")
+    if ctx.note_locks is None:
+        return _write(ctx, project_id, path, file, data, mode, read, change, expected, putting_back)
+    budget, token = ctx.budget, ctx.token
+    with ctx.note_locks.holding(
+        project_id,
+        [path],
+        seconds=lambda: budget.remaining() - LOCK_RESERVE if budget is not None else float("inf"),
+        cancelled=lambda: token is not None and token.cancelled,
+    ) as fresh:
+        if fresh and mode == "strict" and not ctx.client.conditional:
+            # Read before this lock was ours (replace_in_notes, the notes move_note relinks): has a write of
+            # this process changed it since? Then it is a conflict, and nothing is written.
+            built_on = sha256_hex(read) if read is not None else file.content_hash
+            expect(ctx, project_id, path, ctx.client.find_file(project_id, path), expected or built_on)
+        return _write(ctx, project_id, path, file, data, mode, read, change, expected, putting_back)
+
+
+def _write(
+    ctx: ToolContext,
+    project_id: str,
+    path: str,
+    file: VaultFile,
+    data: bytes,
+    mode: Mode,
+    read: bytes | None,
+    change: Callable[[str], str] | None,
+    expected: str | None,
+    putting_back: bool,
+) -> Written:
+    """:func:`write_content`, its note's lock held."""
     client = ctx.client
     built_on = read  # what `data` is computed from
     built_on_hash = sha256_hex(read) if read is not None else file.content_hash
@@ -198,7 +229,13 @@ def write_content(
         if mode == "replace":
             outcome.replacing(check.replaced, path)
             return outcome
-        theirs, theirs_data = to_keep(ctx, project_id, file, built_on, check.between)
+        if mode == "rebase":
+            # Ours is made again on exactly what our write replaced: the version just before ours. Any version
+            # before that one was replaced by that version's writer, who makes good on it in turn.
+            theirs = check.between[-1]
+            theirs_data = client.download_version(project_id, file.id, str(theirs["id"]))
+        else:
+            theirs, theirs_data = to_keep(ctx, project_id, file, built_on, check.between)
         try:
             head = _head(ctx, project_id, path)
         except NoteNotFoundError:

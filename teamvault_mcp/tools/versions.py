@@ -66,7 +66,7 @@ MAX_COMPARED = 64
 def to_keep(
     ctx: ToolContext, project_id: str, file: VaultFile, built_on: bytes | None, between: tuple[dict[str, Any], ...]
 ) -> tuple[dict[str, Any], bytes]:
-    """The colleague's version whose text must survive our write, and the text to keep.
+    """The colleague's version an ``expectedHash`` write that replaced it puts back, and the text to put back.
 
     Usually the one we replaced. When several landed since our read (a storm of writers),
     the newest that holds what the earlier ones added: a version written over the others

@@ -4,7 +4,10 @@
 whoever needs the notes: the server's warm-up in the background, and any search. It has one
 queue of jobs; each participant lends it workers (each with a client of its own call: its
 budget, its cancel token) that take jobs holding notes it wants, and waits for those that
-others are fetching already, so no note is fetched twice at once. An archive goes to an
+others are fetching already, so no note is fetched twice at once — by note, not by hash: a note
+two listings gave two hashes (a colleague wrote in between) rides on the fetch under way, which
+brings the newer text. A worker never waits while it holds a job (background work steps aside
+only between jobs), so whoever waits for a note waits only for its download. An archive goes to an
 unnamed temp file under the cache (memory holds one chunk), is read by ``archive.py``, which
 checks every entry against the listing, and only checked entries enter the cache; any note
 it does not give comes one by one. A job cut short (a cancel, the budget) goes back to the
@@ -146,6 +149,12 @@ class ProjectSync:
         self._queued: dict[str, int] = {}  # key → its queued job
         self._pending: set[str] = set()  # keys queued or being fetched
         self._settled: Settled = {}  # kept while anyone takes part
+        #: A note is fetched once at a time, whatever hash each listing gave it (single flight): the note (its
+        #: file id) → the key it is queued or fetched under, the key → the note, and the notes wanted meanwhile
+        #: under another key (a listing made after a colleague's write): they ride on that fetch.
+        self._fetching: dict[str, str] = {}
+        self._file_of: dict[str, str] = {}
+        self._riders: dict[str, list[VaultFile]] = {}
         self._participants: list[_Participant] = []
         self._numbers = itertools.count()
 
@@ -164,22 +173,33 @@ class ProjectSync:
         archive_seconds: Callable[[], float],
         scope: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        step_aside: Callable[[], None] | None = None,
     ) -> tuple[str | None, Settled]:
         """Get ``wanted``: queue what nobody is fetching yet (planned against ``listing``), fetch with up to
         ``workers`` threads what this call may take, and wait for what others are fetching.
 
-        Each thread has a fork of ``client``. ``keep_going()`` is asked before each job: a reason
-        to stop ends the threads (what they were fetching goes back to the queue). Returns that
+        Each thread has a fork of ``client``. ``keep_going()`` is asked before each job and after a
+        failed one, and answers at once: a reason to stop ends the threads (what they were fetching
+        goes back to the queue). ``step_aside()`` (background work: it waits while tool calls run) is
+        called only between jobs, when the thread holds no note anyone may be waiting for. Returns the
         reason (None when every wanted note was settled) and the settled notes, by key.
         ``progress(done, total)`` is told as wanted notes are settled.
         """
         keys = {key_of(note): note for note in wanted}
         with self._cond:
-            fresh = [note for key, note in keys.items() if key not in self._pending and key not in self._settled]
+            fresh = []
+            for key, note in keys.items():
+                if key in self._pending or key in self._settled:
+                    continue
+                self._pending.add(key)
+                if note.id in self._fetching:  # the same note under another hash: wait for that fetch
+                    self._riders.setdefault(note.id, []).append(note)
+                else:
+                    self._fetching[note.id], self._file_of[key] = key, note.id
+                    fresh.append(note)
             jobs = plan(
                 listing, fresh, scope=scope, archives=self.route.usable, max_archive_bytes=self.max_archive_bytes
             )
-            self._pending.update(key_of(note) for note in fresh)
             self._enqueue(jobs)
             me = _Participant(set(keys), [])
             me.cursor = self._cursor(me.wanted)
@@ -189,7 +209,7 @@ class ProjectSync:
         try:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sync") as pool:
                 for _ in range(workers):
-                    pool.submit(self._worker, client, me, keep_going, archive_seconds, progress, stopped)
+                    pool.submit(self._worker, client, me, keep_going, archive_seconds, progress, stopped, step_aside)
         finally:
             with self._cond:
                 self._participants.remove(me)
@@ -202,6 +222,11 @@ class ProjectSync:
         """Notes queued or being fetched."""
         with self._cond:
             return len(self._pending)
+
+    def participants(self) -> int:
+        """Callers of :meth:`fetch` now (the warm-up, searches)."""
+        with self._cond:
+            return len(self._participants)
 
     # -- the queue (callers hold self._cond) -----------------------------------------------------------
 
@@ -234,13 +259,34 @@ class ProjectSync:
 
     def _settle(self, keys: Settled, *, failed: int = 0) -> None:
         with self._cond:
-            for key, content_hash in keys.items():
+            settling = list(keys.items())
+            while settling:
+                key, content_hash = settling.pop()
                 self._pending.discard(key)
                 self._settled[key] = content_hash
                 for participant in self._participants:
                     participant.done += key in participant.wanted
+                settling += self._riders_of(key, content_hash)
             self.stats.failed += failed
             self._cond.notify_all()
+
+    def _riders_of(self, key: str, content_hash: str | None) -> list[tuple[str, str | None]]:
+        """The notes that waited for ``key``'s fetch under another hash: settled by it when it got the content
+        they were listed with (returned, to be settled too); queued to be fetched themselves when not."""
+        file_id = self._file_of.pop(key, None)
+        if file_id is None or self._fetching.get(file_id) != key:
+            return []
+        del self._fetching[file_id]
+        riders = self._riders.pop(file_id, [])
+        shared = [(key_of(rider), content_hash) for rider in riders if content_hash == rider.content_hash]
+        unmet = [rider for rider in riders if content_hash is None or content_hash != rider.content_hash]
+        if unmet:  # it changed again, or the fetch failed: one fetch of its own, the others ride on it
+            first, *rest = unmet
+            self._fetching[file_id], self._file_of[key_of(first)] = key_of(first), file_id
+            if rest:
+                self._riders[file_id] = rest
+            self._enqueue([SingleJob(first)], first=True)
+        return shared
 
     def _requeue(self, jobs: list[ArchiveJob | SingleJob], *, stopped: bool = False) -> None:
         with self._cond:
@@ -263,10 +309,13 @@ class ProjectSync:
         archive_seconds: Callable[[], float],
         progress: Callable[[int, int], None] | None,
         stopped: list[str],
+        step_aside: Callable[[], None] | None,
     ) -> None:
         client = base.fork()
         try:
             while True:
+                if step_aside is not None:
+                    step_aside()  # holding nothing: whoever waits for a note is not waiting for this thread
                 reason = keep_going()
                 if reason is not None:
                     stopped.append(reason)
