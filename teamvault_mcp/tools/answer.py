@@ -9,7 +9,7 @@ the other. A handler that answers in lines says each one here as what it is:
 - a **row** (``people/ada.md:14  [ ] call Grace · This week``): a line of the text, and a
   record with the same facts under its key (``tasks: [{path, line, status, text, section}]``);
 - a **label** that names the columns of the rows below it: in the text only, as the data names
-  its fields;
+  its fields (a **line** likewise, whose facts the handler keeps in a nested record itself);
 - a **notice**: a cut or partial notice, a hint, the call that reads on (``[Cut: 50 of 212
   shown …]``): verbatim in the text, and in the data's ``notices``, in order.
 
