@@ -22,6 +22,7 @@ import anyio
 import pytest
 from support.fakes import make_config
 from support.sessions import Session, open_session
+from support.waiting import GENEROUS
 
 from teamvault_mcp.config import HttpConfig
 from teamvault_mcp.errors import CallCancelledError, NoteBusyError
@@ -138,7 +139,7 @@ async def test_a_write_that_cannot_have_its_note_in_time_fails_and_writes_nothin
         holder = threading.Thread(target=hold)
         holder.start()
         try:
-            held.wait(10)
+            assert held.wait(GENEROUS), "the other call never took the lock (or the machine is too slow)"
             edit = {"oldText": "## Log\n", "newText": "## Log\n- mine\n"}
             text, is_error = await session.texts("edit_note", path="log.md", edits=[edit])
         finally:

@@ -21,13 +21,13 @@ handbook, a schema note; front matter, tags, tasks and links in Obsidian's forms
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from support.seeding import digest
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
 
@@ -185,7 +185,7 @@ class Vault:
 
     def hash(self, path: str) -> str:
         """The contentHash of the note as texts show it: its first 12 hex digits."""
-        return hashlib.sha256(self.data(path)).hexdigest()[:12]
+        return digest(self.data(path))[:12]
 
     def exists(self, path: str) -> bool:
         store, project = self.vault.store, self.vault.project_id
@@ -341,13 +341,13 @@ TASKS: tuple[Task, ...] = (
         "a note's history",
         "list_note_versions",
         {"path": "people/ada-lovelace.md"},
-        lambda v: ["Colleague", hashlib.sha256(ADA.encode()).hexdigest()[:8], v.hash("people/ada-lovelace.md")[:8]],
+        lambda v: ["Colleague", digest(ADA)[:8], v.hash("people/ada-lovelace.md")[:8]],
     ),
     Task(
         "read an old version",
         "read_note_version",
         {"path": "people/ada-lovelace.md", "version": 1},
-        lambda v: [ADA, hashlib.sha256(ADA.encode()).hexdigest()[:12]],
+        lambda v: [ADA, digest(ADA)[:12]],
     ),
     Task(
         "what a colleague changed",
@@ -361,7 +361,7 @@ TASKS: tuple[Task, ...] = (
         {
             "path": "people/ada-lovelace.md",
             "edits": [{"oldText": "- [ ] Plan Q1", "newText": "- [x] Plan Q1"}],
-            "expectedHash": hashlib.sha256(ADA.encode()).hexdigest()[:12],
+            "expectedHash": digest(ADA)[:12],
         },
         lambda v: ["Conflict", v.hash("people/ada-lovelace.md"), "+- [ ] Plan Q1"],
         error=True,
