@@ -114,6 +114,30 @@ async def test_with_expected_hash_a_slipped_in_write_is_a_conflict_and_theirs_st
         assert NOTE.replace("[ ] call", "[x] call").encode() in history(session, "tasks.md")
 
 
+async def test_an_expected_hash_conflict_in_a_storm_says_the_losing_lines_can_come_back(session: Session) -> None:
+    """A colleague appended before our PUT and another one right after it (on top of ours): our put-back keeps
+    the second one's text, and the conflict says what the README's recipe then needs (§13): others' repairs can
+    bring our line back, so check the note after redoing. A conflict with nobody after us does not say it."""
+    log = "# Log\n- a\n"
+    for storm in (False, True):
+        await session.ok("write_note", path="log.md", content=log)
+        theirs = "- theirs, in the storm\n" if storm else "- theirs\n"  # (each colleague's text a length of its own)
+        colleague_writes_before_our_put(session, "log.md", log + theirs)
+        if storm and not conditional(session):  # (with conditional writes, nothing of ours is written to race)
+            session.vault.faults.add(
+                "GET",
+                f"{FILE}/versions",
+                Fault.first(lambda: session.colleague_writes("log.md", log + "- mine\n- after\n")),
+            )
+        edit = {"oldText": "- a\n", "newText": "- a\n- mine\n"}
+        text, is_error, _ = await session.call("edit_note", path="log.md", edits=[edit], expectedHash=digest(log))
+        assert is_error and text.startswith("Conflict: log.md"), text
+        said = "Others wrote this note at the same moment, and their repairs can bring your lines back"
+        assert (said in text) == (storm and not conditional(session)), text
+        assert theirs in session.text("log.md") and "- mine\n" not in session.text("log.md")
+        session.vault.faults.clear()
+
+
 @pytest.mark.parametrize("tool", ["write_note", "restore_note_version"])
 async def test_with_expected_hash_a_whole_note_write_that_replaced_a_colleague_is_undone(
     session: Session, tool: str

@@ -63,6 +63,13 @@ REBASE_PAUSE = 0.05
 
 REBASE_PAUSE_MAX = 2.0
 
+#: Said by an ``expectedHash`` conflict when others wrote the note between our write and its put-back: their
+#: repairs only ever add lines back, so this call's lines can come back beside theirs (see the README, §13).
+STORM = (
+    " Others wrote this note at the same moment, and their repairs can bring your lines back: after redoing "
+    "your change, check that the note holds it once."
+)
+
 
 @dataclass
 class Written:
@@ -248,7 +255,7 @@ def _write(
                 f"Conflict: {path} was changed by {describe(theirs)} after you read it (you expected contentHash "
                 f"{short_hash(expected)}), and this call's write replaced their version. {where}; your text stays in "
                 f"the history as {describe(check.ours)}. Nothing of theirs is lost. Read the note again, then redo "
-                "your change on its current text."
+                f"your change on its current text.{STORM if adds and head.hash != written_hash else ''}"
             )
         assert change is not None and read is not None
         remade = None
