@@ -248,6 +248,54 @@ def test_a_zip64_end_record_claiming_a_billion_entries_is_refused() -> None:
         list(verified_entries(spool, Expected("team", 10, 1), max_total=1 << 30, skipped=Skipped()))
 
 
+@pytest.mark.parametrize("claimed", [None, 1_000_000])
+def test_a_zip64_locator_pointing_at_a_decoy_is_refused_before_zipfile_reads_the_record_beside_it(
+    claimed: int | None,
+) -> None:
+    # zipfile reads the zip64 end record just before the locator, whatever the locator says: here 200
+    # real entries (or a claim of 1,000,000) there, and a decoy claiming 10 where the locator points.
+    zipped = zip_of([(f"team/n{number}.md", note(number)) for number in range(200)])
+    spool = io.BytesIO(as_zip64(zipped, entries=claimed, decoy_entries=10))
+    with pytest.raises(ArchiveRefused, match="not where its locator points"):
+        list(verified_entries(spool, Expected("team", 10, 1), max_total=1 << 30, skipped=Skipped()))
+
+
+async def test_a_genuine_zip64_archive_is_read(tmp_path: Path) -> None:
+    with loopback_server() as server:
+        vault = Scripted(server, team_folder())
+        vault.archive_for = lambda folder: as_zip64(vault.genuine(folder))
+        with zipfile.ZipFile(io.BytesIO(vault.archive_for("team"))) as readable:  # zipfile takes it as zip64
+            assert len(readable.infolist()) == 10
+        runner = runner_for(server, tmp_path)
+        _, _, result = await call_once(runner, "search_notes", query="needle")
+        assert (result["totalNotes"], result["partial"]) == (10, False)
+        assert vault.downloads() == []
+        assert sync_stats(runner).archive_notes == 10
+
+
+def as_zip64(zipped: bytes, *, entries: int | None = None, decoy_entries: int | None = None) -> bytes:
+    """``zipped`` rewritten with a zip64 end record (claiming ``entries``; None: the true count) and its locator.
+
+    With ``decoy_entries``, a second zip64 end record claiming that many is put at the start (zipfile
+    takes it for a prefix, as of a self-extractor) and the locator points at it.
+    """
+    at = zipped.rfind(b"PK\x05\x06")
+    _, _, _, _, count, size, offset, _ = struct.unpack("<4s4H2LH", zipped[at : at + 22])
+    claimed = count if entries is None else entries
+    directory_bytes = size if entries is None else entries * 46
+    record = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, claimed, claimed, directory_bytes, offset)
+    prefix = b""
+    record_offset = at
+    if decoy_entries is not None:
+        prefix = struct.pack(
+            "<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, decoy_entries, decoy_entries, decoy_entries * 46, 0
+        )
+        record_offset = 0
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, record_offset, 1)
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return prefix + zipped[:at] + record + locator + end
+
+
 async def test_a_deflate_bomb_is_inflated_no_further_than_the_note_s_listed_size(tmp_path: Path) -> None:
     with loopback_server() as server:
         vault = Scripted(server, team_folder())
