@@ -26,8 +26,8 @@ it so live in ``cachefiles.py``.
 A download on its way in (a folder archive) is an unnamed temp file in the root, a
 :class:`Spool`: while it is open, the most bytes it may take are counted against the bound
 beside the entries (older entries are evicted to make room), and a spool that would take the
-spools already open past the bound is not opened. So the root holds no more than its bound,
-temp files included, within one process; another process's spools are not seen.
+spools already open past the bound is not opened. So temp files count in the bound as entries
+do, within one process; another process's spools are not seen.
 
 Recently used entries are also kept in memory (up to :data:`MEMORY_MAX_BYTES` per root),
 checked once when they enter it: a read of an unchanged note then costs no disk access.
