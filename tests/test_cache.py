@@ -118,6 +118,27 @@ def test_the_bound_holds_for_the_whole_root_across_projects_and_processes(tmp_pa
     assert sum(entries_on_disk(tmp_path).values()) <= 40
 
 
+def test_a_spool_counts_the_bytes_it_may_take_in_the_bound_until_it_is_closed(tmp_path: Path) -> None:
+    cache = open_cache(tmp_path, max_bytes=40)
+    blobs = [bytes([65 + i]) * 10 for i in range(4)]
+    for blob in blobs:
+        cache.put(key(blob), blob)
+    spool = cache.spool(20)
+    assert spool is not None
+    with spool:
+        assert sorted(entries_on_disk(tmp_path)) == sorted(key(b) for b in blobs[2:])  # the oldest made room
+        assert cache.spool(25) is None  # 20 + 25 would pass the bound whatever is evicted: not opened
+        spool.file.write(b"z" * 5)
+        spool.fit()  # the download is done: only its 5 bytes count now
+        extra = b"E" * 10
+        cache.put(key(extra), extra)
+        assert sorted(entries_on_disk(tmp_path)) == sorted(key(b) for b in [*blobs[2:], extra])
+    other = cache.spool(40)  # closed: its room is back
+    assert other is not None
+    with other:
+        assert not entries_on_disk(tmp_path)
+
+
 def test_an_entry_another_process_reads_is_spared(tmp_path: Path) -> None:
     writer = open_cache(tmp_path, max_bytes=20)
     one, two, three = b"1" * 10, b"2" * 10, b"3" * 10

@@ -7,10 +7,14 @@ search_notes of a project is the cold sync.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
 import io
 import itertools
 import json
+import os
+import random
 import struct
 import threading
 import tracemalloc
@@ -29,7 +33,7 @@ from support.loopback import Exchange, LoopbackServer, loopback_server
 from support.policies import FAST
 from support.seeding import digest, seed
 from support.sessions import call_once, runner_on
-from support.waiting import await_until
+from support.waiting import GENEROUS, await_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.server.protocol import build_server
@@ -246,6 +250,54 @@ def test_a_zip64_end_record_claiming_a_billion_entries_is_refused() -> None:
     spool = io.BytesIO(central + zip64_end + locator + end)
     with pytest.raises(ArchiveRefused, match="1,000,000,000 entries"):
         list(verified_entries(spool, Expected("team", 10, 1), max_total=1 << 30, skipped=Skipped()))
+
+
+@pytest.mark.parametrize("claimed", [None, 1_000_000])
+def test_a_zip64_locator_pointing_at_a_decoy_is_refused_before_zipfile_reads_the_record_beside_it(
+    claimed: int | None,
+) -> None:
+    # zipfile reads the zip64 end record just before the locator, whatever the locator says: here 200
+    # real entries (or a claim of 1,000,000) there, and a decoy claiming 10 where the locator points.
+    zipped = zip_of([(f"team/n{number}.md", note(number)) for number in range(200)])
+    spool = io.BytesIO(as_zip64(zipped, entries=claimed, decoy_entries=10))
+    with pytest.raises(ArchiveRefused, match="not where its locator points"):
+        list(verified_entries(spool, Expected("team", 10, 1), max_total=1 << 30, skipped=Skipped()))
+
+
+async def test_a_genuine_zip64_archive_is_read(tmp_path: Path) -> None:
+    with loopback_server() as server:
+        vault = Scripted(server, team_folder())
+        vault.archive_for = lambda folder: as_zip64(vault.genuine(folder))
+        with zipfile.ZipFile(io.BytesIO(vault.archive_for("team"))) as readable:  # zipfile takes it as zip64
+            assert len(readable.infolist()) == 10
+        runner = runner_for(server, tmp_path)
+        _, _, result = await call_once(runner, "search_notes", query="needle")
+        assert (result["totalNotes"], result["partial"]) == (10, False)
+        assert vault.downloads() == []
+        assert sync_stats(runner).archive_notes == 10
+
+
+def as_zip64(zipped: bytes, *, entries: int | None = None, decoy_entries: int | None = None) -> bytes:
+    """``zipped`` rewritten with a zip64 end record (claiming ``entries``; None: the true count) and its locator.
+
+    With ``decoy_entries``, a second zip64 end record claiming that many is put at the start (zipfile
+    takes it for a prefix, as of a self-extractor) and the locator points at it.
+    """
+    at = zipped.rfind(b"PK\x05\x06")
+    _, _, _, _, count, size, offset, _ = struct.unpack("<4s4H2LH", zipped[at : at + 22])
+    claimed = count if entries is None else entries
+    directory_bytes = size if entries is None else entries * 46
+    record = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, claimed, claimed, directory_bytes, offset)
+    prefix = b""
+    record_offset = at
+    if decoy_entries is not None:
+        prefix = struct.pack(
+            "<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, decoy_entries, decoy_entries, decoy_entries * 46, 0
+        )
+        record_offset = 0
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, record_offset, 1)
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return prefix + zipped[:at] + record + locator + end
 
 
 async def test_a_deflate_bomb_is_inflated_no_further_than_the_note_s_listed_size(tmp_path: Path) -> None:
@@ -567,3 +619,95 @@ async def test_the_link_index_reads_again_the_notes_another_process_evicted_from
 
 def test_hashes_compare_as_the_listing_gives_them() -> None:
     assert digest(note(1)) == hashlib.sha256(note(1)).hexdigest()
+
+
+# -- the cache's bound holds for archives on their way in -------------------------------------------------
+
+
+async def test_archives_on_their_way_in_count_in_the_cache_s_bound(tmp_path: Path) -> None:
+    # Four folders of ~390 KB, stored (not deflated): four temp files at once would be 1.5 MB under a
+    # 1 MiB bound. Each archive stops short of its last chunk until the temp files are measured.
+    bound = 1 << 20
+    notes = {
+        f"d{folder}/n{number}.md": note(number) + noise(folder * 100 + number, 36_000)
+        for folder in range(4)
+        for number in range(ARCHIVE_MIN_NOTES)
+    }
+    with loopback_server() as server:
+        vault = Scripted(server, notes)
+        cache = tmp_path / "cache"
+        arrived: dict[str, int] = {}  # folder → bytes sent before the hold
+        lock = threading.Lock()
+        release = threading.Event()
+
+        def held(exchange: Exchange, folder: str) -> None:
+            body = stored_zip_of([(path, data) for path, data in notes.items() if path.startswith(folder + "/")])
+            first = (len(body) - 1) // CHUNK * CHUNK  # whole chunks: each is in the temp file once it came
+            exchange.handler.send_response(200)
+            exchange.handler.send_header("Content-Type", "application/zip")
+            exchange.handler.send_header("Content-Length", str(len(body)))
+            exchange.handler.end_headers()
+            exchange.handler.wfile.write(body[:first])
+            exchange.handler.wfile.flush()
+            with lock:
+                arrived[folder] = first
+            release.wait(GENEROUS)
+            exchange.handler.wfile.write(body[first:])
+            exchange.handler.wfile.flush()
+
+        def every_archive_held_or_declined() -> bool:
+            with lock:
+                expected = sum(arrived.values())
+                folders = set(arrived)
+            declined = {path.partition("/")[0] for path in vault.downloads()}  # its notes come one by one
+            return len(folders | declined) == 4 and spooled_bytes(cache) == expected
+
+        vault.archive_answer = held
+        runner = runner_for(server, tmp_path, cache_max_bytes=bound)
+        results: list[Any] = []
+
+        async def search() -> None:
+            results.append(await call_once(runner, "search_notes", query="needle"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(search)
+            try:
+                await await_until(every_archive_held_or_declined, "the archives' first bytes reaching the disk")
+                peak = spooled_bytes(cache) + sum(path.stat().st_size for path in entry_files(cache))
+            finally:
+                release.set()
+        assert peak <= bound, f"{peak:,} bytes under the cache during {len(arrived)} archives; its bound is {bound:,}"
+        _, _, result = results[0]
+        assert (result["totalNotes"], result["partial"]) == (len(notes), False)
+
+
+CHUNK = 64 * 1024  # what the transport writes to a temp file at a time
+
+
+def noise(seed: int, size: int) -> bytes:
+    """Text that does not compress: ``size`` random bytes in base64."""
+    return base64.b64encode(random.Random(seed).randbytes(size))
+
+
+def stored_zip_of(entries: list[tuple[str, bytes]]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def entry_files(cache: Path) -> list[Path]:
+    return [path for path in cache.rglob("*") if path.is_file() and len(path.name) == 64]
+
+
+def spooled_bytes(cache: Path) -> int:
+    """Bytes of the unnamed temp files under ``cache`` this process holds open (the archives on their way in)."""
+    total = 0
+    for handle in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{handle}")
+            name = target.rpartition("/")[2]
+            if target.startswith(f"{cache}/") and target.endswith(" (deleted)") and name.startswith(("#", ".incoming")):
+                total += os.stat(f"/proc/self/fd/{handle}").st_size
+    return total

@@ -13,7 +13,8 @@ for comes out:
   that, and their SHA-256 must be the listing's ``contentHash``; a mismatch, an unsupported
   method, encryption or a broken entry leaves the note to be fetched on its own;
 - the archive as a whole is refused (:class:`ArchiveRefused`) when its end record is missing,
-  it says it holds more entries than the folder can have, its central directory is larger
+  its zip64 end record is not the one ``zipfile`` reads (just before the locator) or not where
+  the locator points, it says it holds more entries than the folder can have, its central directory is larger
   than such entries need, or its entries would come to more than ``max_total`` bytes (the
   cache's bound). These are the zip bombs: a few kilobytes that claim millions of entries or
   gigabytes.
@@ -158,24 +159,37 @@ def _end_record(spool: IO[bytes]) -> tuple[int, int]:
     """(entries, central directory bytes) from the zip's end record (zip64's when it has one).
 
     Read before ``zipfile`` parses the central directory, so that a claim of millions of
-    entries is refused without building an object per entry.
+    entries is refused without building an object per entry. The records read are the ones
+    ``zipfile`` reads: the last end record in the final 64 KiB (and 22 bytes), and the zip64 end
+    record just before its locator (``zipfile._EndRecData64``), which must also be where the
+    locator says: an archive whose locator points at a small decoy elsewhere is refused.
     """
     end = spool.seek(0, 2)
-    tail_start = max(0, end - (22 + 0xFFFF))  # the record, after a comment of at most 64 KiB
+    tail_start = max(0, end - (22 + (1 << 16)))  # the record, after a comment of at most 64 KiB
     spool.seek(tail_start)
     tail = spool.read()
     at = tail.rfind(_END)
     if at < 0 or len(tail) - at < 22:
         raise ArchiveRefused("it has no zip end record (cut short, or not a zip)")
     _, _, _, _, count, size, _, _ = struct.unpack("<4s4H2LH", tail[at : at + 22])
-    locator = at - 20
-    if locator >= 0 and tail[locator : locator + 4] == _END64_LOCATOR:
-        (offset,) = struct.unpack("<Q", tail[locator + 8 : locator + 16])
-        if offset > end - 56:
-            raise ArchiveRefused("its zip64 end record is out of place")
-        spool.seek(offset)
-        record = spool.read(56)
-        if record[:4] != _END64:
-            raise ArchiveRefused("its zip64 end record is missing")
-        count, size = struct.unpack("<2Q", record[32:48])
+    locator = tail_start + at - 20
+    if locator < 0:
+        return count, size
+    spool.seek(locator)
+    found = spool.read(20)
+    if found[:4] != _END64_LOCATOR:
+        return count, size
+    (offset,) = struct.unpack("<Q", found[8:16])
+    record_at = locator - 56  # zipfile assumes no zip64 extensible data, and so do we
+    if offset > end - 56 or record_at < 0:
+        raise ArchiveRefused("its zip64 end record is out of place")
+    if offset != record_at:
+        raise ArchiveRefused(
+            f"its zip64 end record is not where its locator points (at {offset:,}; zipfile would read {record_at:,})"
+        )
+    spool.seek(record_at)
+    record = spool.read(56)
+    if record[:4] != _END64:
+        raise ArchiveRefused("its zip64 end record is missing")
+    count, size = struct.unpack("<2Q", record[32:48])
     return count, size

@@ -23,6 +23,12 @@ a directory belongs (a FIFO, a symlink, a device, a directory, an oversized file
 never a hang, and is removed (a directory only when empty). The file operations that make
 it so live in ``cachefiles.py``.
 
+A download on its way in (a folder archive) is an unnamed temp file in the root, a
+:class:`Spool`: while it is open, the most bytes it may take are counted against the bound
+beside the entries (older entries are evicted to make room), and a spool that would take the
+spools already open past the bound is not opened. So temp files count in the bound as entries
+do, within one process; another process's spools are not seen.
+
 Recently used entries are also kept in memory (up to :data:`MEMORY_MAX_BYTES` per root),
 checked once when they enter it: a read of an unchanged note then costs no disk access.
 
@@ -132,9 +138,43 @@ class ContentCache:
         ]
         return self.root.store_many(self.name, fit, keep_in_memory=keep_in_memory) if fit else 0
 
-    def spool(self) -> IO[bytes]:
-        """An unnamed temp file under the cache directory, for a download on its way in (gone when closed)."""
-        return self.root.spool()
+    def spool(self, limit: int) -> Spool | None:
+        """A temp file under the cache directory for a download of at most ``limit`` bytes, counted in the
+        bound; None when the downloads on their way in leave no room for it."""
+        return self.root.spool(limit)
+
+
+class Spool:
+    """An unnamed temp file for a download on its way in, its bytes counted in a root's bound until closed.
+
+    ``file`` is the temp file. :meth:`fit` counts only the bytes it holds (the download is done);
+    :meth:`close` deletes it and gives its room back.
+    """
+
+    def __init__(self, file: IO[bytes], root: CacheRoot | None = None, reserved: int = 0) -> None:
+        self.file = file
+        self._root = root
+        self._reserved = reserved
+
+    def fit(self) -> None:
+        """Count what the file holds now, no longer the most it could have taken."""
+        self.file.flush()
+        held = os.fstat(self.file.fileno()).st_size
+        if self._root is not None and held < self._reserved:
+            self._root.release(self._reserved - held)
+            self._reserved = held
+
+    def close(self) -> None:
+        self.file.close()
+        if self._root is not None:
+            self._root.release(self._reserved)
+            self._reserved = 0
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class CacheRoot:
@@ -152,6 +192,7 @@ class CacheRoot:
         self._lock = threading.Lock()
         self._index: OrderedDict[str, tuple[int, int]] | None = None  # key → (size, mtime known), LRU first
         self._total = 0
+        self._reserved = 0  # bytes the open spools may take, counted in the bound beside the entries
         self._log: int | None = None  # the change log followed (kept open: its inode cannot be reused)
         self._log_read = 0  # how much of it is applied
         self._close_log: Callable[[], object] = lambda: None
@@ -244,10 +285,32 @@ class CacheRoot:
                 log.warning("cannot keep the cache in %s within its bound: %s", self.path, error)
         return len(written)
 
-    def spool(self) -> IO[bytes]:
-        """An unnamed temp file in the root (O_TMPFILE where there is one): it never outlives its handle."""
+    def spool(self, limit: int) -> Spool | None:
+        """An unnamed temp file in the root (O_TMPFILE where there is one) for at most ``limit`` bytes: it never
+        outlives its handle, and ``limit`` counts in the bound while it is open (least recently used entries are
+        evicted to make room). None when the spools already open and ``limit`` would pass the bound."""
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return tempfile.TemporaryFile(dir=self.path, prefix=files.TEMP_PREFIX)
+        with self._lock:
+            if self._reserved + limit > self.max_bytes:
+                return None
+            self._reserved += limit
+            try:
+                if self._index is None:
+                    self._rescan()
+                self._follow()
+                self._evict()
+            except OSError as error:
+                log.warning("cannot keep the cache in %s within its bound: %s", self.path, error)
+        try:
+            return Spool(tempfile.TemporaryFile(dir=self.path, prefix=files.TEMP_PREFIX), self, limit)
+        except OSError:
+            self.release(limit)
+            raise
+
+    def release(self, size: int) -> None:
+        """``size`` bytes of a spool's room given back (it shrank or was closed)."""
+        with self._lock:
+            self._reserved -= size
 
     def _keep_in_memory(self, key: str, data: bytes) -> None:
         limit = min(MEMORY_MAX_BYTES, self.max_bytes)
@@ -362,7 +425,7 @@ class CacheRoot:
         assert self._index is not None
         removed: list[str] = []
         spared: set[str] = set()
-        while self._total > self.max_bytes and self._index:
+        while self._total + self._reserved > self.max_bytes and self._index:
             key, (size, stamp) = self._index.popitem(last=False)
             self._total -= size
             used = files.remove_unless_used(self.path, key, None if key in spared else stamp)

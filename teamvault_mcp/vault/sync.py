@@ -8,7 +8,9 @@ others are fetching already, so no note is fetched twice at once — by note, no
 two listings gave two hashes (a colleague wrote in between) rides on the fetch under way, which
 brings the newer text. A worker never waits while it holds a job (background work steps aside
 only between jobs), so whoever waits for a note waits only for its download. An archive goes to an
-unnamed temp file under the cache (memory holds one chunk), is read by ``archive.py``, which
+unnamed temp file under the cache (memory holds one chunk; the most it may take counts in the
+cache's bound while the file exists, and an archive that does not fit beside those on their way
+in is not downloaded: its notes come one by one), is read by ``archive.py``, which
 checks every entry against the listing, and only checked entries enter the cache; any note
 it does not give comes one by one. A job cut short (a cancel, the budget) goes back to the
 queue, for another participant or the next search.
@@ -32,7 +34,7 @@ from typing import IO, TYPE_CHECKING
 
 from teamvault_mcp.errors import CallCancelledError, HTTPStatusError, TeamVaultError
 from teamvault_mcp.vault.archive import ArchiveRefused, Skipped, verified_entries
-from teamvault_mcp.vault.cache import DEFAULT_MAX_BYTES, ContentCache
+from teamvault_mcp.vault.cache import DEFAULT_MAX_BYTES, ContentCache, Spool
 from teamvault_mcp.vault.plan import ArchiveJob, SingleJob, plan
 
 if TYPE_CHECKING:
@@ -108,6 +110,7 @@ class SyncStats:
     archives: int = 0  # archives read
     archive_notes: int = 0  # notes taken from them
     archives_failed: int = 0  # archives that gave nothing (refused, failed): their notes came one by one
+    archives_declined: int = 0  # archives not downloaded: no room under the cache's bound beside the others
     singles: int = 0  # notes fetched one by one
     failed: int = 0  # notes that could not be fetched
     requeued: int = 0  # jobs put back when their worker stopped
@@ -381,15 +384,20 @@ class ProjectSync:
     def _archive(
         self, job: ArchiveJob, client: TeamVaultClient, seconds: float, keep_going: Callable[[], str | None]
     ) -> None:
-        with self._spool() as spool:
+        limit = min(job.max_download, self.max_archive_bytes)
+        spool = self._spool(limit)
+        if spool is None:
+            log.info(
+                "the archive of %s/ does not fit in the cache beside the archives on their way in; its notes come "
+                "one by one",
+                job.folder,
+            )
+            self._count(archives_declined=1)
+            self._requeue([SingleJob(note) for note in job.notes])
+            return
+        with spool:
             try:
-                client.download_folder(
-                    self.project_id,
-                    job.folder,
-                    spool,
-                    max_bytes=min(job.max_download, self.max_archive_bytes),
-                    seconds=seconds,
-                )
+                client.download_folder(self.project_id, job.folder, spool.file, max_bytes=limit, seconds=seconds)
             except CallCancelledError:
                 self._requeue([job], stopped=True)
                 raise _Stop() from None
@@ -404,7 +412,8 @@ class ProjectSync:
                 self._requeue([SingleJob(note) for note in job.notes])
                 return
             self.route.succeeded()
-            taken = self._take_entries(job, spool)
+            spool.fit()  # the entries it brings need the room it does not
+            taken = self._take_entries(job, spool.file)
         self._count(archives=1 if taken else 0, archives_failed=0 if taken else 1, archive_notes=len(taken))
         leftover = [note for note in job.notes if key_of(note) not in taken]
         if leftover:
@@ -442,8 +451,11 @@ class ProjectSync:
         self._settle({key_of(note): note.content_hash for note, _ in batch})
         return {key_of(note) for note, _ in batch}
 
-    def _spool(self) -> IO[bytes]:
-        return self.cache.spool() if self.cache is not None else tempfile.TemporaryFile()
+    def _spool(self, limit: int) -> Spool | None:
+        """A temp file for an archive of at most ``limit`` bytes, counted in the cache's bound (None: no room)."""
+        if self.cache is None:
+            return Spool(tempfile.TemporaryFile())  # no cache directory, no bound to count it in
+        return self.cache.spool(limit)
 
 
 class VaultSync:
