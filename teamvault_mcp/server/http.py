@@ -47,6 +47,7 @@ from starlette.datastructures import Headers
 
 from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
 from teamvault_mcp.errors import HTTPStatusError, TeamVaultError
+from teamvault_mcp.server.http_limits import ConnectionGuard, default_max_connections, guarded_protocol
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.tools.note_locks import NoteLocks
@@ -375,6 +376,11 @@ class HttpService:
             self.socket.close()
             raise
         self.port = int(self.socket.getsockname()[1])
+        self.guard = ConnectionGuard(
+            max_connections=options.max_connections or default_max_connections(),
+            connections_per_address=options.connections_per_address,
+            head_timeout=options.head_timeout,
+        )
         self._server = uvicorn.Server(
             uvicorn.Config(
                 self.front,
@@ -382,6 +388,7 @@ class HttpService:
                 log_level="warning",
                 access_log=False,
                 lifespan="on",
+                http=guarded_protocol(self.guard),  # head deadline and connection caps (http_limits.py)
                 ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
                 ssl_keyfile=str(options.tls_key) if options.tls_key else None,
                 # Open GET streams never end by themselves: a stop waits this long for them at most.

@@ -1,0 +1,85 @@
+"""``serve --http`` under abuse (issue 27): slow request heads, one caller taking every session.
+
+A real loopback server (127.0.0.1) in front of a real local vault; the caps are set small in each
+test, so that a few raw sockets reach them without exhausting the machine's descriptors.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from support.http_service import http_service, post
+from support.waiting import GENEROUS, wait_until
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.server.http import HttpService
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[LocalVault]:
+    with LocalVault(tmp_path / "vault") as running:
+        yield running
+
+
+def _slow_sockets(service: HttpService, count: int, stack: ExitStack) -> list[socket.socket]:
+    """``count`` connections that have sent the first line of a request head and nothing more."""
+    sockets = []
+    for _ in range(count):
+        sock = stack.enter_context(socket.create_connection(("127.0.0.1", service.port), timeout=GENEROUS))
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        sockets.append(sock)
+    return sockets
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server has closed ``sock`` (it reads end of file, or a reset, or a 503 then end of file)."""
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+
+
+def test_a_request_head_not_finished_within_the_head_timeout_is_closed(vault: LocalVault) -> None:
+    with http_service(vault, head_timeout=0.5) as service, ExitStack() as stack:
+        (slow,) = _slow_sockets(service, 1, stack)
+        slow.sendall(b"Content-Type: application/json\r\n")  # a byte now and then does not extend the deadline
+        assert _closed_by_server(slow)  # recv times out (GENEROUS) on a server without a head deadline
+        assert service.guard.counts["head_deadline"] == 1
+
+
+def test_slow_heads_past_the_per_address_cap_are_shed_oldest_first_and_a_normal_client_is_served(
+    vault: LocalVault,
+) -> None:
+    with http_service(vault, connections_per_address=8, max_connections=12) as service, ExitStack() as stack:
+        slow = _slow_sockets(service, 20, stack)
+        wait_until(lambda: service.guard.counts["shed"] >= 12, "shedding the oldest slow heads")
+        for sock in slow[:12]:
+            assert _closed_by_server(sock)
+        assert service.guard.open_count() == 8
+        answer = post(service.url)  # one more connection from the same address: it sheds a slow one
+        assert answer.status_code == 200, answer.text
+        assert "serverInfo" in answer.text
+
+
+def test_a_connection_past_the_cap_when_every_one_is_busy_is_answered_503(vault: LocalVault) -> None:
+    with http_service(vault, connections_per_address=0, max_connections=2) as service, ExitStack() as stack:
+        busy = _slow_sockets(service, 2, stack)
+        for sock in busy:  # a whole head, and a body that never comes: busy with a request
+            sock.sendall(b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+        wait_until(lambda: service.guard.counts["head_deadline"] == 0 and _all_busy(service), "heads parsed")
+        late = stack.enter_context(socket.create_connection(("127.0.0.1", service.port), timeout=GENEROUS))
+        answer = b""
+        while chunk := late.recv(4096):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+        assert answer.endswith(b"Too many connections to this MCP server; try again later.\n")
+
+
+def _all_busy(service: HttpService) -> bool:
+    return service.guard.open_count() == 2 and service.guard.waiting_count() == 0
