@@ -430,6 +430,8 @@ DEFAULT_HTTP_PORT = 8765
 DEFAULT_HTTP_MAX_SESSIONS = 100
 DEFAULT_HTTP_SESSION_IDLE = 1800.0
 DEFAULT_HTTP_MAX_BODY_MB = 4.0
+#: Sessions one caller (a Team Vault user, with --key-from-client) may hold at once (0: no share).
+DEFAULT_HTTP_SESSIONS_PER_CALLER = 10
 #: Open connections from one client address (0: no limit, e.g. behind a reverse proxy on this machine).
 DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS = 32
 #: Seconds a connection may take to send a whole request head (as the embedded local vault).
@@ -453,6 +455,8 @@ class HttpConfig:
     max_sessions: int = DEFAULT_HTTP_MAX_SESSIONS
     session_idle: float = DEFAULT_HTTP_SESSION_IDLE
     max_body_bytes: int = int(DEFAULT_HTTP_MAX_BODY_MB * 1024 * 1024)
+    #: TEAM_VAULT_HTTP_SESSIONS_PER_CALLER: sessions per Team Vault user, ``key_from_client`` only (0: no share).
+    sessions_per_caller: int = DEFAULT_HTTP_SESSIONS_PER_CALLER
     #: TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS: open connections from one client address (0: no limit).
     connections_per_address: int = DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS
     #: Open connections in all; None: from the open-file limit (``server/http_limits.py``).
@@ -569,6 +573,9 @@ def load_http_config(
     body_mb = _number(
         environ, "TEAM_VAULT_HTTP_MAX_BODY_MB", DEFAULT_HTTP_MAX_BODY_MB, 0.0, problems, unit="megabytes", maximum=1024
     )
+    per_caller = _count(
+        environ, "TEAM_VAULT_HTTP_SESSIONS_PER_CALLER", DEFAULT_HTTP_SESSIONS_PER_CALLER, 100_000, problems
+    )
     per_address = _count(
         environ, "TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS", DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS, 100_000, problems
     )
@@ -586,6 +593,7 @@ def load_http_config(
         max_sessions=int(max_sessions),
         session_idle=idle,
         max_body_bytes=int(body_mb * 1024 * 1024),
+        sessions_per_caller=per_caller,
         connections_per_address=per_address,
         tls_cert=cert,
         tls_key=key,

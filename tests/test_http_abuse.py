@@ -83,3 +83,45 @@ def test_a_connection_past_the_cap_when_every_one_is_busy_is_answered_503(vault:
 
 def _all_busy(service: HttpService) -> bool:
     return service.guard.open_count() == 2 and service.guard.waiting_count() == 0
+
+
+# -- one member's share of the sessions ----------------------------------------------------------------
+
+
+def _open_session(service: HttpService, key: str) -> str:
+    answer = post(service.url, secret=key)
+    assert answer.status_code == 200, answer.text
+    return answer.headers["mcp-session-id"]
+
+
+def _ping(service: HttpService, key: str, session_id: str) -> int:
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    return post(service.url, ping, secret=key, **headers).status_code
+
+
+def test_a_member_opening_more_than_its_share_ends_its_own_oldest_idle_session_and_others_still_get_in(
+    vault: LocalVault,
+) -> None:
+    viewer = vault.add_user("bob@example.com", "Bob", roles={"beta": "VIEWER"})
+    editor = vault.add_user("alice@example.com", "Alice", roles={"alpha": "EDITOR"})
+    with http_service(vault, key_from_client=True, max_sessions=10, sessions_per_caller=3) as service:
+        viewers = [_open_session(service, viewer.api_key) for _ in range(12)]  # as many as the server allows, and more
+        assert service.front.shares is not None and service.front.shares.count(viewer.id) == 3
+        assert [_ping(service, viewer.api_key, sid) for sid in (viewers[0], viewers[-1])] == [404, 200]
+        editors = _open_session(service, editor.api_key)  # today: 503 Too many open sessions
+        assert _ping(service, editor.api_key, editors) == 200
+
+
+def test_a_member_already_holding_sessions_leaves_the_last_ones_to_members_not_yet_seen(vault: LocalVault) -> None:
+    members = [vault.add_user(f"m{n}@example.com", f"M{n}", roles={"beta": "VIEWER"}) for n in range(3)]
+    with http_service(vault, key_from_client=True, max_sessions=4, sessions_per_caller=2) as service:
+        shares = service.front.shares
+        assert shares is not None
+        for _ in range(3):
+            _open_session(service, members[0].api_key)
+        _open_session(service, members[1].api_key)  # 3 of 4 open: members[1] needs the reserve for its second
+        second = _open_session(service, members[1].api_key)
+        assert [shares.count(member.id) for member in members[:2]] == [2, 1]
+        _open_session(service, members[2].api_key)  # the fourth and last: for a member holding none
+        assert _ping(service, members[1].api_key, second) == 200

@@ -48,6 +48,7 @@ from starlette.datastructures import Headers
 from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
 from teamvault_mcp.errors import HTTPStatusError, TeamVaultError
 from teamvault_mcp.server.http_limits import ConnectionGuard, default_max_connections, guarded_protocol
+from teamvault_mcp.server.http_sessions import SessionShares
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.tools.note_locks import NoteLocks
@@ -190,6 +191,12 @@ class Callers:
             raise RuntimeError("a request reached the MCP server without a known caller")
         return caller.runner
 
+    def owner_of(self, caller_id: str) -> str:
+        """Whose share a caller's sessions count against: its Team Vault user (one member, however many keys)."""
+        with self._lock:
+            caller = self._callers.get(caller_id)
+        return caller.user_id if caller is not None and caller.user_id is not None else caller_id
+
     def count(self) -> int:
         with self._lock:
             return len(self._callers)
@@ -231,6 +238,17 @@ class HttpFront:
             session_idle_timeout=options.session_idle,
             max_request_body_size=options.max_body_bytes,
             max_sessions=options.max_sessions,
+        )
+        #: Each member's share of the sessions (team mode only: in token mode every client is the token's holder).
+        self.shares = (
+            SessionShares(
+                per_owner=options.sessions_per_caller,
+                max_sessions=options.max_sessions,
+                session_idle=options.session_idle,
+                clock=callers.clock,
+            )
+            if options.key_from_client
+            else None
         )
         self._allowed_hosts = {urlsplit(origin).hostname or "" for origin in options.origins}
         #: Set once the session manager runs (the lifespan has started).
@@ -280,7 +298,96 @@ class HttpFront:
                 gone.set()
             return message
 
-        await self.manager.handle_request(scope, watched_receive, send)
+        session_id = headers.get("mcp-session-id")
+        if self.shares is None:
+            await self.manager.handle_request(scope, watched_receive, send)
+        elif session_id is not None:
+            await self._in_session(self.shares, session_id, scope, watched_receive, send)
+        else:
+            await self._opening(self.shares, caller_id, scope, watched_receive, send)
+
+    async def _opening(self, shares: SessionShares, caller_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request without a session id (an ``initialize`` opens one): within the caller's share, or 503."""
+        owner = self.callers.owner_of(caller_id)
+        admitted, given_up = shares.admit(owner)
+        for old_id, old_caller in given_up:
+            log.info("a caller at its share of sessions opens another: its least recently used idle one ends")
+            await self._end_session(old_id, old_caller)
+        if not admitted:
+            await _answer(
+                send,
+                503,
+                f"Too many open sessions for this key: its {shares.count(owner)} sessions are all in use "
+                "(TEAM_VAULT_HTTP_SESSIONS_PER_CALLER); end one (DELETE) or try again later.",
+                retry_after="60",
+            )
+            return
+        opened: str | None = None
+
+        async def watched_send(message: Message) -> None:
+            nonlocal opened
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                opened = Headers(raw=message.get("headers", [])).get("mcp-session-id")
+                if opened is not None:
+                    shares.opened(owner, opened, caller_id)
+            await send(message)
+
+        try:
+            await self.manager.handle_request(scope, receive, watched_send)
+        finally:
+            if opened is None:
+                shares.not_opened(owner)
+
+    async def _in_session(
+        self, shares: SessionShares, session_id: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """A request in a session: in use while it runs; a ``DELETE`` or a 404 (expired, unknown) ends it here too."""
+        status = 0
+
+        async def watched_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        shares.begin(session_id)
+        try:
+            await self.manager.handle_request(scope, receive, watched_send)
+        finally:
+            shares.end(session_id)
+            if scope["method"] == "DELETE" or status == 404:
+                shares.closed(session_id)
+
+    async def _end_session(self, session_id: str, caller_id: str) -> None:
+        """End a session as its client's ``DELETE`` would (through the manager, as the caller that opened it)."""
+        scope: Scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": MCP_PATH,
+            "raw_path": MCP_PATH.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"mcp-session-id", session_id.encode())],
+            "client": None,
+            "server": None,
+            "user": _principal(caller_id),
+        }
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            pass
+
+        await self.manager.handle_request(scope, receive, discard)
 
     def _origin_allowed(self, origin: str) -> bool:
         if origin.rstrip("/").lower() in self.options.origins:
