@@ -12,10 +12,11 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from support.fakes import FakeClock
 from support.http_service import http_service, post
 from support.waiting import GENEROUS, wait_until
 
-from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.server.http import HttpService
 
 
@@ -125,3 +126,33 @@ def test_a_member_already_holding_sessions_leaves_the_last_ones_to_members_not_y
         assert [shares.count(member.id) for member in members[:2]] == [2, 1]
         _open_session(service, members[2].api_key)  # the fourth and last: for a member holding none
         assert _ping(service, members[1].api_key, second) == 200
+
+
+# -- keys checked again -------------------------------------------------------------------------------
+
+
+def test_a_key_the_vault_refuses_at_its_recheck_after_60_s_gets_401_and_its_sessions_end(vault: LocalVault) -> None:
+    member = vault.add_user("bob@example.com", "Bob", roles={"beta": "VIEWER"})
+    clock = FakeClock()
+    with http_service(vault, key_from_client=True, clock=clock) as service:
+        session = _open_session(service, member.api_key)
+        vault.faults.add("GET", "/api/auth/me", Fault.answer(401), times=1)  # the key is revoked at the vault
+        clock.advance(59)
+        assert _ping(service, member.api_key, session) == 200  # trusted for 60 s: not asked again
+        clock.advance(2)
+        assert _ping(service, member.api_key, session) == 401  # today: 200, the key is remembered for ever
+        assert vault.faults.seen.count(("GET", "/api/auth/me")) == 2
+        clock.advance(11)  # past the refusal's 10 s; the vault accepts the key again
+        assert _ping(service, member.api_key, session) == 404  # its session ended with the refusal
+        assert vault.faults.seen.count(("GET", "/api/auth/me")) == 3
+
+
+def test_a_refused_key_is_refused_for_10_s_without_asking_the_vault_again(vault: LocalVault) -> None:
+    clock = FakeClock()
+    wrong = "osync_" + "0" * 64
+    with http_service(vault, key_from_client=True, clock=clock) as service:
+        assert [post(service.url, secret=wrong).status_code for _ in range(5)] == [401] * 5
+        assert vault.faults.seen.count(("GET", "/api/auth/me")) == 1  # today: 5
+        clock.advance(11)
+        assert post(service.url, secret=wrong).status_code == 401
+        assert vault.faults.seen.count(("GET", "/api/auth/me")) == 2

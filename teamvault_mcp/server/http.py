@@ -30,6 +30,7 @@ import functools
 import hashlib
 import hmac
 import logging
+import math
 import socket
 import threading
 from collections import OrderedDict
@@ -63,6 +64,11 @@ MCP_PATH = "/mcp"
 KEY_CHECK_BUDGET = 10.0
 #: Key checks running at once: wrong keys must not take every thread.
 KEY_CHECKS_AT_ONCE = 4
+#: Seconds a key the vault accepted is trusted before it is checked again (a revoked key stops working then).
+KEY_RECHECK_AFTER = 60.0
+#: Seconds a key the vault refused is refused without asking again, and how many such keys are remembered.
+REFUSAL_TTL = 10.0
+REFUSALS_KEPT = 1024
 #: Where the ASGI scope carries the event set when the client has gone away.
 GONE = "teamvault_mcp.gone"
 
@@ -74,11 +80,13 @@ Send = Callable[[Message], Awaitable[None]]
 
 @dataclass
 class Caller:
-    """One caller: its runner, its Team Vault user id (team mode) and when it last sent a request."""
+    """One caller: its runner, its Team Vault user id (team mode), when it last sent a request and when its key was
+    last checked at the vault."""
 
     runner: ToolRunner
     user_id: str | None
     last_seen: float
+    checked_at: float = 0.0
 
 
 class Callers:
@@ -86,8 +94,10 @@ class Callers:
 
     Token mode has one caller, the holder of TEAM_VAULT_HTTP_TOKEN, on the server's own key. In the
     team mode (``--key-from-client``) each key is a caller, checked at the vault the first time it
-    is seen; at most ``max_sessions`` keys are kept, and one is forgotten only after it has sent
-    nothing for longer than a session may stay idle (its sessions have all expired by then).
+    is seen and again on its first request after :data:`KEY_RECHECK_AFTER`; a key the vault refuses
+    is refused without asking for :data:`REFUSAL_TTL`. At most ``max_sessions`` keys are kept, and
+    one is forgotten only after it has sent nothing for longer than a session may stay idle (its
+    sessions have all expired by then).
     """
 
     def __init__(
@@ -105,6 +115,7 @@ class Callers:
         self._lock = threading.Lock()
         self._callers: OrderedDict[str, Caller] = OrderedDict()
         self._checks = anyio.CapacityLimiter(KEY_CHECKS_AT_ONCE)
+        self._refused: OrderedDict[str, float] = OrderedDict()  # key digest → refused until (monotonic)
         # One content cache for every key: entries are found by content hash only.
         self._caches = (
             ProjectCaches(
@@ -139,22 +150,42 @@ class Callers:
             expected = self.options.token or ""
             return "token" if hmac.compare_digest(presented.encode(), expected.encode()) else None
         caller_id = hashlib.sha256(presented.encode()).hexdigest()
+        now = self.clock.monotonic()
         with self._lock:
             caller = self._callers.get(caller_id)
             if caller is not None:
-                caller.last_seen = self.clock.monotonic()
+                caller.last_seen = now
                 self._callers.move_to_end(caller_id)
-                return caller_id
+                if now - caller.checked_at < KEY_RECHECK_AFTER:
+                    return caller_id
+            elif self._refused.get(caller_id, -math.inf) > now:
+                return None
         async with self._checks:
             user_id = await anyio.to_thread.run_sync(self._user_of, presented, abandon_on_cancel=True)
         if user_id is None:
+            self._remember_refusal(caller_id)
+            if caller is not None:
+                with self._lock:
+                    self._callers.pop(caller_id, None)
+                raise KeyRevoked(caller_id, caller.runner)
             return None
+        if caller is not None:
+            caller.checked_at = self.clock.monotonic()
+            return caller_id
         runner = self._runner(replace(self.config, api_key=presented), user_id)
         with self._lock:
             if caller_id not in self._callers:
                 self._make_room()
-                self._callers[caller_id] = Caller(runner, user_id, self.clock.monotonic())
+                now = self.clock.monotonic()
+                self._callers[caller_id] = Caller(runner, user_id, now, checked_at=now)
         return caller_id
+
+    def _remember_refusal(self, caller_id: str) -> None:
+        with self._lock:
+            self._refused[caller_id] = self.clock.monotonic() + REFUSAL_TTL
+            self._refused.move_to_end(caller_id)
+            while len(self._refused) > REFUSALS_KEPT:
+                self._refused.popitem(last=False)
 
     def _user_of(self, key: str) -> str | None:
         """The Team Vault user id of ``key``; None when the vault refuses it (a vault that cannot be asked raises)."""
@@ -208,6 +239,15 @@ class Callers:
         for caller in callers:
             caller.runner.close()
         self.template.close()
+
+
+class KeyRevoked(Exception):
+    """A key the vault accepted before refuses now: its sessions end and its runner closes."""
+
+    def __init__(self, caller_id: str, runner: ToolRunner) -> None:
+        super().__init__("a key the Team Vault server accepted before is refused now")
+        self.caller_id = caller_id
+        self.runner = runner
 
 
 class TooManyCallers(Exception):
@@ -274,6 +314,11 @@ class HttpFront:
             return
         try:
             caller_id = await self.callers.identify(headers.get("authorization"))
+        except KeyRevoked as revoked:
+            log.warning("a caller's key is refused by the Team Vault server now: its sessions end")
+            await self._end_sessions_of(revoked.caller_id)
+            revoked.runner.close()
+            caller_id = None
         except TooManyCallers:
             await _answer(send, 503, "Too many different keys are in use; try again later.", retry_after="60")
             return
@@ -357,6 +402,14 @@ class HttpFront:
             shares.end(session_id)
             if scope["method"] == "DELETE" or status == 404:
                 shares.closed(session_id)
+
+    async def _end_sessions_of(self, caller_id: str) -> None:
+        """End every session the caller ``caller_id`` opened (its key is refused now)."""
+        if self.shares is None:
+            return
+        for session_id in self.shares.sessions_of_caller(caller_id):
+            self.shares.closed(session_id)
+            await self._end_session(session_id, caller_id)
 
     async def _end_session(self, session_id: str, caller_id: str) -> None:
         """End a session as its client's ``DELETE`` would (through the manager, as the caller that opened it)."""

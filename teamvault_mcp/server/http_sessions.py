@@ -108,6 +108,10 @@ class SessionShares:
         if not held:
             del self._held[owner]
 
+    def sessions_of_caller(self, caller_id: str) -> list[str]:
+        """The sessions the caller ``caller_id`` (one key) opened."""
+        return [sid for held in self._held.values() for sid, session in held.items() if session.caller_id == caller_id]
+
     def count(self, owner: str) -> int:
         return len(self._held.get(owner, ()))
 
