@@ -6,14 +6,16 @@ test, so that a few raw sockets reach them without exhausting the machine's desc
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
+import httpx2
 import pytest
 from support.fakes import FakeClock
-from support.http_service import http_service, post
+from support.http_service import INITIALIZE, POST_HEADERS, TOKEN, http_service, post
 from support.waiting import GENEROUS, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -156,3 +158,38 @@ def test_a_refused_key_is_refused_for_10_s_without_asking_the_vault_again(vault:
         clock.advance(11)
         assert post(service.url, secret=wrong).status_code == 401
         assert vault.faults.seen.count(("GET", "/api/auth/me")) == 2
+
+
+# -- Origin, parsed strictly ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def token_service(vault: LocalVault) -> Iterator[HttpService]:
+    with http_service(vault) as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://evil.com\\@127.0.0.1",  # urlsplit's host: 127.0.0.1
+        "http://evil.com@127.0.0.1",
+        "http://127.0.0.1/path",
+        "http://127.0.0.1:99999",
+        "ftp://127.0.0.1",
+        "http://127.0.0.1:8765 http://evil.com",
+    ],
+)
+def test_an_origin_that_is_not_exactly_scheme_host_port_is_refused(token_service: HttpService, origin: str) -> None:
+    assert post(token_service.url, Origin=origin).status_code == 403
+
+
+def test_a_request_with_two_origin_headers_is_refused(token_service: HttpService) -> None:
+    headers = [
+        ("Origin", "http://127.0.0.1:3000"),
+        ("Origin", "http://evil.example"),
+        ("Authorization", f"Bearer {TOKEN}"),
+        *POST_HEADERS.items(),
+    ]
+    answer = httpx2.post(token_service.url, content=json.dumps(INITIALIZE).encode(), headers=headers, timeout=GENEROUS)
+    assert answer.status_code == 403  # today: 200, the first one decides

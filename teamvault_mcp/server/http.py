@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import logging
 import math
+import re
 import socket
 import threading
 from collections import OrderedDict
@@ -254,6 +255,25 @@ class TooManyCallers(Exception):
     """As many keys as sessions are allowed are in use, none idle long enough to forget."""
 
 
+#: An Origin as browsers send it (RFC 6454): a scheme, a host name or address, an optional port, nothing else.
+_ORIGIN = re.compile(r"(https?)://([a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(?::([0-9]{1,5}))?", re.ASCII)
+
+
+def parse_origin(origin: str) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) of an ``Origin`` header, lower case; None for anything else (``null``, userinfo, a path).
+
+    Parsed by a strict pattern, not :func:`urllib.parse.urlsplit`, which reads ``http://evil.com\\@127.0.0.1``
+    as a loopback host.
+    """
+    match = _ORIGIN.fullmatch(origin.strip().lower())
+    if match is None:
+        return None
+    scheme, host, port = match.group(1), match.group(2), match.group(3)
+    if port is not None and not 0 < int(port) <= 65535:
+        return None
+    return scheme, host, int(port) if port is not None else None
+
+
 def bearer(authorization: str | None) -> str | None:
     """The token of ``Authorization: Bearer <token>``; None when absent or malformed."""
     if authorization is None:
@@ -304,8 +324,9 @@ class HttpFront:
             await _answer(send, 404, f"Not found: the MCP endpoint is {MCP_PATH}.")
             return
         headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin):
+        origins = headers.getlist("origin")
+        origin = ", ".join(origins) if origins else None  # two Origin headers are one refused origin
+        if origin is not None and (len(origins) > 1 or not self._origin_allowed(origin)):
             log.warning("refused a request from the browser origin %r (not in TEAM_VAULT_HTTP_ORIGINS)", origin[:200])
             await _answer(send, 403, "Forbidden: this origin may not call this MCP server.")
             return
@@ -443,10 +464,13 @@ class HttpFront:
         await self.manager.handle_request(scope, receive, discard)
 
     def _origin_allowed(self, origin: str) -> bool:
-        if origin.rstrip("/").lower() in self.options.origins:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and is_loopback_host(parts.hostname or "")
+        """Whether ``origin`` is exactly ``scheme://host[:port]``, a loopback one or one of TEAM_VAULT_HTTP_ORIGINS."""
+        parsed = parse_origin(origin)
+        if parsed is None:
+            return False
+        scheme, host, port = parsed
+        exact = f"{scheme}://{host}" + (f":{port}" if port is not None else "")
+        return exact in self.options.origins or is_loopback_host(host)
 
     def _host_allowed(self, host: str | None) -> bool:
         if host is None:
