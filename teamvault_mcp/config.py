@@ -430,6 +430,8 @@ DEFAULT_HTTP_PORT = 8765
 DEFAULT_HTTP_MAX_SESSIONS = 100
 DEFAULT_HTTP_SESSION_IDLE = 1800.0
 DEFAULT_HTTP_MAX_BODY_MB = 4.0
+#: A smaller body limit could not hold an ``initialize`` (and 0 bytes is no limit the SDK accepts).
+MIN_HTTP_BODY_BYTES = 1024
 #: Sessions one caller (a Team Vault user, with --key-from-client) may hold at once (0: no share).
 DEFAULT_HTTP_SESSIONS_PER_CALLER = 10
 #: Open connections from one client address (0: no limit, e.g. behind a reverse proxy on this machine).
@@ -573,6 +575,9 @@ def load_http_config(
     body_mb = _number(
         environ, "TEAM_VAULT_HTTP_MAX_BODY_MB", DEFAULT_HTTP_MAX_BODY_MB, 0.0, problems, unit="megabytes", maximum=1024
     )
+    if int(body_mb * 1024 * 1024) < MIN_HTTP_BODY_BYTES:
+        problems.append(f"TEAM_VAULT_HTTP_MAX_BODY_MB={environ['TEAM_VAULT_HTTP_MAX_BODY_MB']!r} is below 1 KiB.")
+        body_mb = DEFAULT_HTTP_MAX_BODY_MB
     per_caller = _count(
         environ, "TEAM_VAULT_HTTP_SESSIONS_PER_CALLER", DEFAULT_HTTP_SESSIONS_PER_CALLER, 100_000, problems
     )
