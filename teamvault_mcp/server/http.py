@@ -7,8 +7,9 @@ budget, retries, progress and cancellation. In front of the manager, :class:`Htt
 app) decides, on every request, in this order:
 
 1. the path is ``/mcp`` (else 404);
-2. a present ``Origin`` is a loopback origin or one of TEAM_VAULT_HTTP_ORIGINS (else 403:
-   a browser page of another site, DNS rebinding); on a loopback bind the ``Host`` is a loopback
+2. a present ``Origin`` is exactly ``scheme://host[:port]`` (:func:`parse_origin`), sent once, and
+   a loopback origin or one of TEAM_VAULT_HTTP_ORIGINS (else 403: a browser page of another site,
+   DNS rebinding); on a loopback bind the ``Host`` is a loopback
    name or the host of an allowed origin (else 421);
 3. ``Authorization: Bearer`` holds the shared token, compared in constant time (token mode), or
    a Team Vault key the vault accepts (``--key-from-client``); else 401 with
@@ -21,22 +22,21 @@ listings show. A session belongs to the caller that opened it (the SDK answers 4
 else). A client that goes away cancels its calls in flight as a host's cancel does: closing the
 POST's stream, or deleting the session (the SDK ends it, which cancels its handlers).
 
-The key and the token never leave this module: callers are told apart by a digest of their key.
+The key and the token never leave this module and ``http_callers.py`` (:class:`Callers`): callers
+are told apart by a digest of their key. Below the front, ``http_limits.py`` bounds connections and
+the time to send a request head; in the team mode ``http_sessions.py`` gives each member its share
+of the sessions.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import logging
-import math
 import re
 import socket
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,28 +48,16 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.datastructures import Headers
 
 from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
-from teamvault_mcp.errors import HTTPStatusError, TeamVaultError
+from teamvault_mcp.errors import TeamVaultError
+from teamvault_mcp.server.http_callers import Callers, KeyRevoked, TooManyCallers
 from teamvault_mcp.server.http_limits import ConnectionGuard, default_max_connections, guarded_protocol
 from teamvault_mcp.server.http_sessions import SessionShares
 from teamvault_mcp.server.protocol import build_server
-from teamvault_mcp.server.runner import ToolRunner
-from teamvault_mcp.tools.note_locks import NoteLocks
-from teamvault_mcp.vault.cache import ProjectCaches
-from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
+from teamvault_mcp.vault.retry import Clock, RetryPolicy
 
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-#: Seconds a new key's check at the vault (``GET /api/auth/me``) may take.
-KEY_CHECK_BUDGET = 10.0
-#: Key checks running at once: wrong keys must not take every thread.
-KEY_CHECKS_AT_ONCE = 4
-#: Seconds a key the vault accepted is trusted before it is checked again (a revoked key stops working then).
-KEY_RECHECK_AFTER = 60.0
-#: Seconds a key the vault refused is refused without asking again, and how many such keys are remembered.
-REFUSAL_TTL = 10.0
-REFUSALS_KEPT = 1024
 #: Where the ASGI scope carries the event set when the client has gone away.
 GONE = "teamvault_mcp.gone"
 
@@ -77,182 +65,6 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-
-@dataclass
-class Caller:
-    """One caller: its runner, its Team Vault user id (team mode), when it last sent a request and when its key was
-    last checked at the vault."""
-
-    runner: ToolRunner
-    user_id: str | None
-    last_seen: float
-    checked_at: float = 0.0
-
-
-class Callers:
-    """Who may call, and the runner each caller's requests run in.
-
-    Token mode has one caller, the holder of TEAM_VAULT_HTTP_TOKEN, on the server's own key. In the
-    team mode (``--key-from-client``) each key is a caller, checked at the vault the first time it
-    is seen and again on its first request after :data:`KEY_RECHECK_AFTER`; a key the vault refuses
-    is refused without asking for :data:`REFUSAL_TTL`. At most ``max_sessions`` keys are kept, and
-    one is forgotten only after it has sent nothing for longer than a session may stay idle (its
-    sessions have all expired by then).
-    """
-
-    def __init__(
-        self,
-        config: Config,
-        options: HttpConfig,
-        *,
-        clock: Clock | None = None,
-        policy: RetryPolicy | None = None,
-    ) -> None:
-        self.config = config
-        self.options = options
-        self.clock: Clock = clock or SystemClock()
-        self.policy = policy
-        self._lock = threading.Lock()
-        self._callers: OrderedDict[str, Caller] = OrderedDict()
-        self._checks = anyio.CapacityLimiter(KEY_CHECKS_AT_ONCE)
-        self._refused: OrderedDict[str, float] = OrderedDict()  # key digest → refused until (monotonic)
-        # One content cache for every key: entries are found by content hash only.
-        self._caches = (
-            ProjectCaches(
-                config.cache_dir, max_bytes=config.cache_max_bytes, server=config.cache_namespace or config.base_url
-            )
-            if config.cache_dir is not None
-            else None
-        )
-        # One table of note locks for every key: a team's agents writing one note take turns, whoever they are.
-        self._note_locks = NoteLocks()
-        #: The runner whose configuration gives the instructions (and, in token mode, runs every call).
-        self.template = self._runner(config, None)
-        if not options.key_from_client:
-            self._callers["token"] = Caller(self.template, None, self.clock.monotonic())
-
-    def _runner(self, config: Config, user_id: str | None) -> ToolRunner:
-        return ToolRunner(
-            config,
-            clock=self.clock,
-            policy=self.policy,
-            caches=self._caches,
-            audit_user=user_id,
-            note_locks=self._note_locks,
-        )
-
-    async def identify(self, authorization: str | None) -> str | None:
-        """The caller's id for an ``Authorization`` header, or None: refuse with 401."""
-        presented = bearer(authorization)
-        if presented is None:
-            return None
-        if not self.options.key_from_client:
-            expected = self.options.token or ""
-            return "token" if hmac.compare_digest(presented.encode(), expected.encode()) else None
-        caller_id = hashlib.sha256(presented.encode()).hexdigest()
-        now = self.clock.monotonic()
-        with self._lock:
-            caller = self._callers.get(caller_id)
-            if caller is not None:
-                caller.last_seen = now
-                self._callers.move_to_end(caller_id)
-                if now - caller.checked_at < KEY_RECHECK_AFTER:
-                    return caller_id
-            elif self._refused.get(caller_id, -math.inf) > now:
-                return None
-        async with self._checks:
-            user_id = await anyio.to_thread.run_sync(self._user_of, presented, abandon_on_cancel=True)
-        if user_id is None:
-            self._remember_refusal(caller_id)
-            if caller is not None:
-                with self._lock:
-                    self._callers.pop(caller_id, None)
-                raise KeyRevoked(caller_id, caller.runner)
-            return None
-        if caller is not None:
-            caller.checked_at = self.clock.monotonic()
-            return caller_id
-        runner = self._runner(replace(self.config, api_key=presented), user_id)
-        with self._lock:
-            if caller_id not in self._callers:
-                self._make_room()
-                now = self.clock.monotonic()
-                self._callers[caller_id] = Caller(runner, user_id, now, checked_at=now)
-        return caller_id
-
-    def _remember_refusal(self, caller_id: str) -> None:
-        with self._lock:
-            self._refused[caller_id] = self.clock.monotonic() + REFUSAL_TTL
-            self._refused.move_to_end(caller_id)
-            while len(self._refused) > REFUSALS_KEPT:
-                self._refused.popitem(last=False)
-
-    def _user_of(self, key: str) -> str | None:
-        """The Team Vault user id of ``key``; None when the vault refuses it (a vault that cannot be asked raises)."""
-        budget = Budget(KEY_CHECK_BUDGET, self.clock)
-        runner = self._runner(replace(self.config, api_key=key), None)
-        client = runner.client(budget, CancelToken())
-        try:
-            return str(client.whoami()["id"])
-        except HTTPStatusError as refused:
-            if refused.status in (401, 403):
-                return None
-            raise
-        finally:
-            client.close()
-            runner.close()
-
-    def _make_room(self) -> None:
-        """Forget the least recently seen key that has been idle past the session timeout, when at the limit."""
-        if len(self._callers) < self.options.max_sessions:
-            return
-        oldest_id, oldest = next(iter(self._callers.items()))
-        if self.clock.monotonic() - oldest.last_seen < self.options.session_idle:
-            raise TooManyCallers()
-        del self._callers[oldest_id]
-        oldest.runner.close()
-
-    def runner_for(self, ctx: Any) -> ToolRunner:
-        """The runner of the caller whose request ``ctx`` is (the front put the caller's id in its scope)."""
-        user = ctx.request.scope.get("user") if ctx.request is not None else None
-        caller_id = user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
-        with self._lock:
-            caller = self._callers.get(caller_id or "")
-        if caller is None:  # cannot happen: the front admits no request without a caller
-            raise RuntimeError("a request reached the MCP server without a known caller")
-        return caller.runner
-
-    def owner_of(self, caller_id: str) -> str:
-        """Whose share a caller's sessions count against: its Team Vault user (one member, however many keys)."""
-        with self._lock:
-            caller = self._callers.get(caller_id)
-        return caller.user_id if caller is not None and caller.user_id is not None else caller_id
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self._callers)
-
-    def close(self) -> None:
-        with self._lock:
-            callers = list(self._callers.values())
-            self._callers.clear()
-        for caller in callers:
-            caller.runner.close()
-        self.template.close()
-
-
-class KeyRevoked(Exception):
-    """A key the vault accepted before refuses now: its sessions end and its runner closes."""
-
-    def __init__(self, caller_id: str, runner: ToolRunner) -> None:
-        super().__init__("a key the Team Vault server accepted before is refused now")
-        self.caller_id = caller_id
-        self.runner = runner
-
-
-class TooManyCallers(Exception):
-    """As many keys as sessions are allowed are in use, none idle long enough to forget."""
 
 
 #: An Origin as browsers send it (RFC 6454): a scheme, a host name or address, an optional port, nothing else.
@@ -272,17 +84,6 @@ def parse_origin(origin: str) -> tuple[str, str, int | None] | None:
     if port is not None and not 0 < int(port) <= 65535:
         return None
     return scheme, host, int(port) if port is not None else None
-
-
-def bearer(authorization: str | None) -> str | None:
-    """The token of ``Authorization: Bearer <token>``; None when absent or malformed."""
-    if authorization is None:
-        return None
-    scheme, _, token = authorization.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or any(ch.isspace() or not ch.isprintable() for ch in token):
-        return None
-    return token
 
 
 class HttpFront:
