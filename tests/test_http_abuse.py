@@ -116,6 +116,26 @@ def test_a_member_opening_more_than_its_share_ends_its_own_oldest_idle_session_a
         assert _ping(service, editor.api_key, editors) == 200
 
 
+def test_a_member_whose_sessions_are_all_in_use_gets_503_and_keeps_them(vault: LocalVault) -> None:
+    member = vault.add_user("bob@example.com", "Bob", roles={"beta": "VIEWER"})
+    with http_service(vault, key_from_client=True, sessions_per_caller=1) as service, ExitStack() as stack:
+        session = _open_session(service, member.api_key)
+        stream = stack.enter_context(socket.create_connection(("127.0.0.1", service.port), timeout=GENEROUS))
+        stream.sendall(  # a GET stream stays open: the session is in use as long as it is
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {member.api_key}\r\n"
+            f"Accept: text/event-stream\r\nmcp-session-id: {session}\r\n"
+            "mcp-protocol-version: 2025-11-25\r\n\r\n".encode()
+        )
+        assert stream.recv(4096).startswith(b"HTTP/1.1 200")
+        refused = post(service.url, secret=member.api_key)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
+        assert refused.text == (
+            "Too many open sessions for this key: it holds 1 open session, all in use, and may open no more "
+            "(TEAM_VAULT_HTTP_SESSIONS_PER_CALLER); end one (DELETE) or try again later."
+        )
+        assert _ping(service, member.api_key, session) == 200
+
+
 def test_a_member_already_holding_sessions_leaves_the_last_ones_to_members_not_yet_seen(vault: LocalVault) -> None:
     members = [vault.add_user(f"m{n}@example.com", f"M{n}", roles={"beta": "VIEWER"}) for n in range(3)]
     with http_service(vault, key_from_client=True, max_sessions=4, sessions_per_caller=2) as service:

@@ -181,11 +181,13 @@ class HttpFront:
             log.info("a caller at its share of sessions opens another: its least recently used idle one ends")
             await self._end_session(old_id, old_caller)
         if not admitted:
+            held = shares.count(owner)
             await _answer(
                 send,
                 503,
-                f"Too many open sessions for this key: its {shares.count(owner)} sessions are all in use "
-                "(TEAM_VAULT_HTTP_SESSIONS_PER_CALLER); end one (DELETE) or try again later.",
+                f"Too many open sessions for this key: it holds {held} open session{'s' if held != 1 else ''}, "
+                "all in use, and may open no more (TEAM_VAULT_HTTP_SESSIONS_PER_CALLER); end one (DELETE) or "
+                "try again later.",
                 retry_after="60",
             )
             return
