@@ -430,6 +430,14 @@ DEFAULT_HTTP_PORT = 8765
 DEFAULT_HTTP_MAX_SESSIONS = 100
 DEFAULT_HTTP_SESSION_IDLE = 1800.0
 DEFAULT_HTTP_MAX_BODY_MB = 4.0
+#: A smaller body limit could not hold an ``initialize`` (and 0 bytes is no limit the SDK accepts).
+MIN_HTTP_BODY_BYTES = 1024
+#: Sessions one caller (a Team Vault user, with --key-from-client) may hold at once (0: no share).
+DEFAULT_HTTP_SESSIONS_PER_CALLER = 10
+#: Open connections from one client address (0: no limit, e.g. behind a reverse proxy on this machine).
+DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS = 32
+#: Seconds a connection may take to send a whole request head (as the embedded local vault).
+DEFAULT_HTTP_HEAD_TIMEOUT = 10.0
 #: A shorter shared token could be guessed; ``openssl rand -hex 32`` gives 64 characters.
 MIN_HTTP_TOKEN_CHARS = 16
 
@@ -449,6 +457,13 @@ class HttpConfig:
     max_sessions: int = DEFAULT_HTTP_MAX_SESSIONS
     session_idle: float = DEFAULT_HTTP_SESSION_IDLE
     max_body_bytes: int = int(DEFAULT_HTTP_MAX_BODY_MB * 1024 * 1024)
+    #: TEAM_VAULT_HTTP_SESSIONS_PER_CALLER: sessions per Team Vault user, ``key_from_client`` only (0: no share).
+    sessions_per_caller: int = DEFAULT_HTTP_SESSIONS_PER_CALLER
+    #: TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS: open connections from one client address (0: no limit).
+    connections_per_address: int = DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS
+    #: Open connections in all; None: from the open-file limit (``server/http_limits.py``).
+    max_connections: int | None = None
+    head_timeout: float = DEFAULT_HTTP_HEAD_TIMEOUT
     tls_cert: Path | None = None
     tls_key: Path | None = None
     insecure_bind: bool = False
@@ -560,6 +575,15 @@ def load_http_config(
     body_mb = _number(
         environ, "TEAM_VAULT_HTTP_MAX_BODY_MB", DEFAULT_HTTP_MAX_BODY_MB, 0.0, problems, unit="megabytes", maximum=1024
     )
+    if int(body_mb * 1024 * 1024) < MIN_HTTP_BODY_BYTES:
+        problems.append(f"TEAM_VAULT_HTTP_MAX_BODY_MB={environ['TEAM_VAULT_HTTP_MAX_BODY_MB']!r} is below 1 KiB.")
+        body_mb = DEFAULT_HTTP_MAX_BODY_MB
+    per_caller = _count(
+        environ, "TEAM_VAULT_HTTP_SESSIONS_PER_CALLER", DEFAULT_HTTP_SESSIONS_PER_CALLER, 100_000, problems
+    )
+    per_address = _count(
+        environ, "TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS", DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS, 100_000, problems
+    )
     cert = _existing_file("--tls-cert", tls_cert, problems)
     key = _existing_file("--tls-key", tls_key, problems)
     if problems:
@@ -574,6 +598,8 @@ def load_http_config(
         max_sessions=int(max_sessions),
         session_idle=idle,
         max_body_bytes=int(body_mb * 1024 * 1024),
+        sessions_per_caller=per_caller,
+        connections_per_address=per_address,
         tls_cert=cert,
         tls_key=key,
         insecure_bind=insecure_bind,

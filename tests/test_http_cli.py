@@ -198,3 +198,29 @@ def test_sigterm_cancels_a_call_in_flight_and_audits_it(tmp_path: Path) -> None:
         assert vault.faults.hang_ended, "the vault's request was not closed"
     [line] = [json.loads(text) for text in audit.read_text().splitlines()]
     assert (line["tool"], line["outcome"]) == ("write_note", "cancelled")
+
+
+@pytest.mark.parametrize("megabytes", ["0.0000001", "0.0009"])
+def test_a_body_limit_below_1_kib_is_refused_in_the_style_of_the_other_variables(megabytes: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_http_config({"TEAM_VAULT_HTTP_TOKEN": TOKEN, "TEAM_VAULT_HTTP_MAX_BODY_MB": megabytes})
+    assert str(refused.value) == f"TEAM_VAULT_HTTP_MAX_BODY_MB={megabytes!r} is below 1 KiB."
+
+
+def test_a_body_limit_of_1_kib_is_accepted() -> None:
+    assert (
+        load_http_config({"TEAM_VAULT_HTTP_TOKEN": TOKEN, "TEAM_VAULT_HTTP_MAX_BODY_MB": "0.0009765625"}).max_body_bytes
+        == 1024
+    )
+
+
+def test_the_session_share_and_the_connections_per_address_are_read_and_checked() -> None:
+    env = {"TEAM_VAULT_HTTP_SESSIONS_PER_CALLER": "4", "TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS": "0"}
+    http = load_http_config(env, key_from_client=True)
+    assert (http.sessions_per_caller, http.connections_per_address) == (4, 0)
+    assert (load_http_config({}, key_from_client=True).sessions_per_caller, http.head_timeout) == (10, 10.0)
+    with pytest.raises(ConfigError) as refused:
+        load_http_config({"TEAM_VAULT_HTTP_SESSIONS_PER_CALLER": "ten"}, key_from_client=True)
+    assert str(refused.value) == (
+        "TEAM_VAULT_HTTP_SESSIONS_PER_CALLER='ten' is not a whole number from 0 (no limit) to 100,000."
+    )

@@ -7,8 +7,9 @@ budget, retries, progress and cancellation. In front of the manager, :class:`Htt
 app) decides, on every request, in this order:
 
 1. the path is ``/mcp`` (else 404);
-2. a present ``Origin`` is a loopback origin or one of TEAM_VAULT_HTTP_ORIGINS (else 403:
-   a browser page of another site, DNS rebinding); on a loopback bind the ``Host`` is a loopback
+2. a present ``Origin`` is exactly ``scheme://host[:port]`` (:func:`parse_origin`), sent once, and
+   a loopback origin or one of TEAM_VAULT_HTTP_ORIGINS (else 403: a browser page of another site,
+   DNS rebinding); on a loopback bind the ``Host`` is a loopback
    name or the host of an allowed origin (else 421);
 3. ``Authorization: Bearer`` holds the shared token, compared in constant time (token mode), or
    a Team Vault key the vault accepts (``--key-from-client``); else 401 with
@@ -21,20 +22,21 @@ listings show. A session belongs to the caller that opened it (the SDK answers 4
 else). A client that goes away cancels its calls in flight as a host's cancel does: closing the
 POST's stream, or deleting the session (the SDK ends it, which cancels its handlers).
 
-The key and the token never leave this module: callers are told apart by a digest of their key.
+The key and the token never leave this module and ``http_callers.py`` (:class:`Callers`): callers
+are told apart by a digest of their key. Below the front, ``http_limits.py`` bounds connections and
+the time to send a request head; in the team mode ``http_sessions.py`` gives each member its share
+of the sessions.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import logging
+import re
 import socket
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,21 +48,16 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.datastructures import Headers
 
 from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
-from teamvault_mcp.errors import HTTPStatusError, TeamVaultError
+from teamvault_mcp.errors import TeamVaultError
+from teamvault_mcp.server.http_callers import Callers, KeyRevoked, TooManyCallers
+from teamvault_mcp.server.http_limits import ConnectionGuard, default_max_connections, guarded_protocol
+from teamvault_mcp.server.http_sessions import SessionShares
 from teamvault_mcp.server.protocol import build_server
-from teamvault_mcp.server.runner import ToolRunner
-from teamvault_mcp.tools.note_locks import NoteLocks
-from teamvault_mcp.vault.cache import ProjectCaches
-from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
+from teamvault_mcp.vault.retry import Clock, RetryPolicy
 
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-#: Seconds a new key's check at the vault (``GET /api/auth/me``) may take.
-KEY_CHECK_BUDGET = 10.0
-#: Key checks running at once: wrong keys must not take every thread.
-KEY_CHECKS_AT_ONCE = 4
 #: Where the ASGI scope carries the event set when the client has gone away.
 GONE = "teamvault_mcp.gone"
 
@@ -70,151 +67,23 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-@dataclass
-class Caller:
-    """One caller: its runner, its Team Vault user id (team mode) and when it last sent a request."""
-
-    runner: ToolRunner
-    user_id: str | None
-    last_seen: float
+#: An Origin as browsers send it (RFC 6454): a scheme, a host name or address, an optional port, nothing else.
+_ORIGIN = re.compile(r"(https?)://([a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(?::([0-9]{1,5}))?", re.ASCII)
 
 
-class Callers:
-    """Who may call, and the runner each caller's requests run in.
+def parse_origin(origin: str) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) of an ``Origin`` header, lower case; None for anything else (``null``, userinfo, a path).
 
-    Token mode has one caller, the holder of TEAM_VAULT_HTTP_TOKEN, on the server's own key. In the
-    team mode (``--key-from-client``) each key is a caller, checked at the vault the first time it
-    is seen; at most ``max_sessions`` keys are kept, and one is forgotten only after it has sent
-    nothing for longer than a session may stay idle (its sessions have all expired by then).
+    Parsed by a strict pattern, not :func:`urllib.parse.urlsplit`, which reads ``http://evil.com\\@127.0.0.1``
+    as a loopback host.
     """
-
-    def __init__(
-        self,
-        config: Config,
-        options: HttpConfig,
-        *,
-        clock: Clock | None = None,
-        policy: RetryPolicy | None = None,
-    ) -> None:
-        self.config = config
-        self.options = options
-        self.clock: Clock = clock or SystemClock()
-        self.policy = policy
-        self._lock = threading.Lock()
-        self._callers: OrderedDict[str, Caller] = OrderedDict()
-        self._checks = anyio.CapacityLimiter(KEY_CHECKS_AT_ONCE)
-        # One content cache for every key: entries are found by content hash only.
-        self._caches = (
-            ProjectCaches(
-                config.cache_dir, max_bytes=config.cache_max_bytes, server=config.cache_namespace or config.base_url
-            )
-            if config.cache_dir is not None
-            else None
-        )
-        # One table of note locks for every key: a team's agents writing one note take turns, whoever they are.
-        self._note_locks = NoteLocks()
-        #: The runner whose configuration gives the instructions (and, in token mode, runs every call).
-        self.template = self._runner(config, None)
-        if not options.key_from_client:
-            self._callers["token"] = Caller(self.template, None, self.clock.monotonic())
-
-    def _runner(self, config: Config, user_id: str | None) -> ToolRunner:
-        return ToolRunner(
-            config,
-            clock=self.clock,
-            policy=self.policy,
-            caches=self._caches,
-            audit_user=user_id,
-            note_locks=self._note_locks,
-        )
-
-    async def identify(self, authorization: str | None) -> str | None:
-        """The caller's id for an ``Authorization`` header, or None: refuse with 401."""
-        presented = bearer(authorization)
-        if presented is None:
-            return None
-        if not self.options.key_from_client:
-            expected = self.options.token or ""
-            return "token" if hmac.compare_digest(presented.encode(), expected.encode()) else None
-        caller_id = hashlib.sha256(presented.encode()).hexdigest()
-        with self._lock:
-            caller = self._callers.get(caller_id)
-            if caller is not None:
-                caller.last_seen = self.clock.monotonic()
-                self._callers.move_to_end(caller_id)
-                return caller_id
-        async with self._checks:
-            user_id = await anyio.to_thread.run_sync(self._user_of, presented, abandon_on_cancel=True)
-        if user_id is None:
-            return None
-        runner = self._runner(replace(self.config, api_key=presented), user_id)
-        with self._lock:
-            if caller_id not in self._callers:
-                self._make_room()
-                self._callers[caller_id] = Caller(runner, user_id, self.clock.monotonic())
-        return caller_id
-
-    def _user_of(self, key: str) -> str | None:
-        """The Team Vault user id of ``key``; None when the vault refuses it (a vault that cannot be asked raises)."""
-        budget = Budget(KEY_CHECK_BUDGET, self.clock)
-        runner = self._runner(replace(self.config, api_key=key), None)
-        client = runner.client(budget, CancelToken())
-        try:
-            return str(client.whoami()["id"])
-        except HTTPStatusError as refused:
-            if refused.status in (401, 403):
-                return None
-            raise
-        finally:
-            client.close()
-            runner.close()
-
-    def _make_room(self) -> None:
-        """Forget the least recently seen key that has been idle past the session timeout, when at the limit."""
-        if len(self._callers) < self.options.max_sessions:
-            return
-        oldest_id, oldest = next(iter(self._callers.items()))
-        if self.clock.monotonic() - oldest.last_seen < self.options.session_idle:
-            raise TooManyCallers()
-        del self._callers[oldest_id]
-        oldest.runner.close()
-
-    def runner_for(self, ctx: Any) -> ToolRunner:
-        """The runner of the caller whose request ``ctx`` is (the front put the caller's id in its scope)."""
-        user = ctx.request.scope.get("user") if ctx.request is not None else None
-        caller_id = user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
-        with self._lock:
-            caller = self._callers.get(caller_id or "")
-        if caller is None:  # cannot happen: the front admits no request without a caller
-            raise RuntimeError("a request reached the MCP server without a known caller")
-        return caller.runner
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self._callers)
-
-    def close(self) -> None:
-        with self._lock:
-            callers = list(self._callers.values())
-            self._callers.clear()
-        for caller in callers:
-            caller.runner.close()
-        self.template.close()
-
-
-class TooManyCallers(Exception):
-    """As many keys as sessions are allowed are in use, none idle long enough to forget."""
-
-
-def bearer(authorization: str | None) -> str | None:
-    """The token of ``Authorization: Bearer <token>``; None when absent or malformed."""
-    if authorization is None:
+    match = _ORIGIN.fullmatch(origin.strip().lower())
+    if match is None:
         return None
-    scheme, _, token = authorization.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or any(ch.isspace() or not ch.isprintable() for ch in token):
+    scheme, host, port = match.group(1), match.group(2), match.group(3)
+    if port is not None and not 0 < int(port) <= 65535:
         return None
-    return token
+    return scheme, host, int(port) if port is not None else None
 
 
 class HttpFront:
@@ -231,6 +100,17 @@ class HttpFront:
             max_request_body_size=options.max_body_bytes,
             max_sessions=options.max_sessions,
         )
+        #: Each member's share of the sessions (team mode only: in token mode every client is the token's holder).
+        self.shares = (
+            SessionShares(
+                per_owner=options.sessions_per_caller,
+                max_sessions=options.max_sessions,
+                session_idle=options.session_idle,
+                clock=callers.clock,
+            )
+            if options.key_from_client
+            else None
+        )
         self._allowed_hosts = {urlsplit(origin).hostname or "" for origin in options.origins}
         #: Set once the session manager runs (the lifespan has started).
         self.started = threading.Event()
@@ -245,8 +125,9 @@ class HttpFront:
             await _answer(send, 404, f"Not found: the MCP endpoint is {MCP_PATH}.")
             return
         headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin):
+        origins = headers.getlist("origin")
+        origin = ", ".join(origins) if origins else None  # two Origin headers are one refused origin
+        if origin is not None and (len(origins) > 1 or not self._origin_allowed(origin)):
             log.warning("refused a request from the browser origin %r (not in TEAM_VAULT_HTTP_ORIGINS)", origin[:200])
             await _answer(send, 403, "Forbidden: this origin may not call this MCP server.")
             return
@@ -255,6 +136,11 @@ class HttpFront:
             return
         try:
             caller_id = await self.callers.identify(headers.get("authorization"))
+        except KeyRevoked as revoked:
+            log.warning("a caller's key is refused by the Team Vault server now: its sessions end")
+            await self._end_sessions_of(revoked.caller_id)
+            revoked.runner.close()
+            caller_id = None
         except TooManyCallers:
             await _answer(send, 503, "Too many different keys are in use; try again later.", retry_after="60")
             return
@@ -279,13 +165,115 @@ class HttpFront:
                 gone.set()
             return message
 
-        await self.manager.handle_request(scope, watched_receive, send)
+        session_id = headers.get("mcp-session-id")
+        if self.shares is None:
+            await self.manager.handle_request(scope, watched_receive, send)
+        elif session_id is not None:
+            await self._in_session(self.shares, session_id, scope, watched_receive, send)
+        else:
+            await self._opening(self.shares, caller_id, scope, watched_receive, send)
+
+    async def _opening(self, shares: SessionShares, caller_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request without a session id (an ``initialize`` opens one): within the caller's share, or 503."""
+        owner = self.callers.owner_of(caller_id)
+        admitted, given_up = shares.admit(owner)
+        for old_id, old_caller in given_up:
+            log.info("a caller at its share of sessions opens another: its least recently used idle one ends")
+            await self._end_session(old_id, old_caller)
+        if not admitted:
+            held = shares.count(owner)
+            await _answer(
+                send,
+                503,
+                f"Too many open sessions for this key: it holds {held} open session{'s' if held != 1 else ''}, "
+                "all in use, and may open no more (TEAM_VAULT_HTTP_SESSIONS_PER_CALLER); end one (DELETE) or "
+                "try again later.",
+                retry_after="60",
+            )
+            return
+        opened: str | None = None
+
+        async def watched_send(message: Message) -> None:
+            nonlocal opened
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                opened = Headers(raw=message.get("headers", [])).get("mcp-session-id")
+                if opened is not None:
+                    shares.opened(owner, opened, caller_id)
+            await send(message)
+
+        try:
+            await self.manager.handle_request(scope, receive, watched_send)
+        finally:
+            if opened is None:
+                shares.not_opened(owner)
+
+    async def _in_session(
+        self, shares: SessionShares, session_id: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """A request in a session: in use while it runs; a ``DELETE`` or a 404 (expired, unknown) ends it here too."""
+        status = 0
+
+        async def watched_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        shares.begin(session_id)
+        try:
+            await self.manager.handle_request(scope, receive, watched_send)
+        finally:
+            shares.end(session_id)
+            if scope["method"] == "DELETE" or status == 404:
+                shares.closed(session_id)
+
+    async def _end_sessions_of(self, caller_id: str) -> None:
+        """End every session the caller ``caller_id`` opened (its key is refused now)."""
+        if self.shares is None:
+            return
+        for session_id in self.shares.sessions_of_caller(caller_id):
+            self.shares.closed(session_id)
+            await self._end_session(session_id, caller_id)
+
+    async def _end_session(self, session_id: str, caller_id: str) -> None:
+        """End a session as its client's ``DELETE`` would (through the manager, as the caller that opened it)."""
+        scope: Scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": MCP_PATH,
+            "raw_path": MCP_PATH.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"mcp-session-id", session_id.encode())],
+            "client": None,
+            "server": None,
+            "user": _principal(caller_id),
+        }
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            pass
+
+        await self.manager.handle_request(scope, receive, discard)
 
     def _origin_allowed(self, origin: str) -> bool:
-        if origin.rstrip("/").lower() in self.options.origins:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and is_loopback_host(parts.hostname or "")
+        """Whether ``origin`` is exactly ``scheme://host[:port]``, a loopback one or one of TEAM_VAULT_HTTP_ORIGINS."""
+        parsed = parse_origin(origin)
+        if parsed is None:
+            return False
+        scheme, host, port = parsed
+        exact = f"{scheme}://{host}" + (f":{port}" if port is not None else "")
+        return exact in self.options.origins or is_loopback_host(host)
 
     def _host_allowed(self, host: str | None) -> bool:
         if host is None:
@@ -375,6 +363,11 @@ class HttpService:
             self.socket.close()
             raise
         self.port = int(self.socket.getsockname()[1])
+        self.guard = ConnectionGuard(
+            max_connections=options.max_connections or default_max_connections(),
+            connections_per_address=options.connections_per_address,
+            head_timeout=options.head_timeout,
+        )
         self._server = uvicorn.Server(
             uvicorn.Config(
                 self.front,
@@ -382,6 +375,7 @@ class HttpService:
                 log_level="warning",
                 access_log=False,
                 lifespan="on",
+                http=guarded_protocol(self.guard),  # head deadline and connection caps (http_limits.py)
                 ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
                 ssl_keyfile=str(options.tls_key) if options.tls_key else None,
                 # Open GET streams never end by themselves: a stop waits this long for them at most.

@@ -20,6 +20,7 @@ from support.waiting import GENEROUS, too_slow
 from teamvault_mcp.config import HttpConfig
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.server.http import HttpService
+from teamvault_mcp.vault.retry import Clock
 
 #: The shared token of token mode in tests.
 TOKEN = "test-token-0123456789abcdef"
@@ -40,11 +41,12 @@ def http_service(
     *,
     key_from_client: bool = False,
     config: dict[str, Any] | None = None,
+    clock: Clock | None = None,
     **options: Any,
 ) -> Iterator[HttpService]:
     """``serve --http 127.0.0.1:0`` for ``vault`` (token :data:`TOKEN`, or ``key_from_client``) until the block ends.
 
-    ``config`` overrides the server's configuration, ``options`` its :class:`HttpConfig`.
+    ``config`` overrides the server's configuration, ``options`` its :class:`HttpConfig`; ``clock`` is the server's.
     """
     values: dict[str, Any] = {
         "base_url": vault.url,
@@ -56,7 +58,7 @@ def http_service(
     http = HttpConfig(
         host="127.0.0.1", port=0, token=None if key_from_client else TOKEN, key_from_client=key_from_client, **options
     )
-    service = HttpService(make_config(**values), http, policy=FAST)
+    service = HttpService(make_config(**values), http, policy=FAST, clock=clock)
     thread = threading.Thread(target=service.run, name="serve --http (test)", daemon=True)
     thread.start()
     try:
