@@ -123,3 +123,10 @@ async def test_replace_in_notes_changing_lines_all_over_a_long_note_previews_a_c
     applied = await session.ok_text("replace_in_notes", find="even", replace="EVEN", dryRun=False, expectedCount=20_000)
     assert applied.startswith('Replaced "even" → "EVEN" in 1 of 1 note (20,000 of 20,000 matches).')
     assert session.text("log.md") == SCATTERED.replace("even", "EVEN")
+
+
+async def test_a_note_past_limit_is_not_refused_for_the_notes_the_call_writes(session: Session) -> None:
+    session.seed("a.md", "one x\n")
+    session.seed("big.md", XS)
+    result = await session.ok("replace_in_notes", find="x", replace="y" * 100_000, limit=1)
+    assert [note["path"] for note in result["notes"]] == ["a.md"] and result["pastLimit"]["notes"] == 1

@@ -57,12 +57,14 @@ ANSWER_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class _Match:
-    """A note with matches: its listing record, the text they were counted on (hash ``read``), how many."""
+    """A note with matches: its listing record, the text they were counted on (hash ``read``), how many, and the
+    size in bytes its text would have with them replaced."""
 
     file: VaultFile
     text: str
     read: str
     count: int
+    size: int
 
     @property
     def path(self) -> str:
@@ -91,6 +93,10 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     survey = _survey(ctx, project_id, replacer, folder_prefix(args.get("prefix")))
     chosen = survey.found[: args["limit"]] if "limit" in args else survey.found
     matches = sum(match.count for match in chosen)
+    for match in chosen:  # a replacement that would multiply a note is refused before any text is built
+        refuse_past(
+            result_limit(utf8_size(match.text)), match.size, match.path, f"The replacement ({match.count:,} matches)"
+        )
     if args.get("dryRun", True):
         ctx.facts["noop"] = True
         return _preview(ctx, args, replacer, survey, chosen)
@@ -142,14 +148,13 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
         survey.searched += 1
         if not count:
             continue
-        refuse_past(result_limit(utf8_size(raw)), size, file.path, f"The replacement ({count:,} matches)")
         read = file.content_hash
         if read is None or "\ufffd" in raw:  # no hash listed, or bytes that may have decoded with losses
             read = sha256_hex(raw.encode("utf-8"))
         if file.content_hash is not None and read != file.content_hash:  # bytes that are not UTF-8 text
             survey.left_alone.append((file.path, "not valid UTF-8 text, so replacing in it could damage it"))
             continue
-        match = _Match(file, raw, read, count)
+        match = _Match(file, raw, read, count, size)
         writable = ctx.write_prefixes is None or file.path.startswith(ctx.write_prefixes)
         (survey.found if writable else survey.outside).append(match)
     return survey
