@@ -23,6 +23,7 @@ Every failure the package reports is one of these. ``vault/transport.py`` and
     ├── ConflictError               ``expectedHash`` differs from the note's current hash
     ├── ChangedMeanwhileError       a colleague's write landed during ours; theirs is current again
     ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
+    │   └── ResultTooLargeError     a change whose result would pass the size a note may have; never built
     ├── NotAppliedError             an unanswered write that a check found not applied
     ├── NoteBusyError               another call of this server held the note's lock too long; nothing written
     ├── OutOfTimeError              the call's budget is too short to start a request
@@ -635,6 +636,28 @@ class ChangedMeanwhileError(TeamVaultError):
 
 class EditFailedError(TeamVaultError):
     """An edit that cannot be applied as given; nothing was written."""
+
+
+class ResultTooLargeError(EditFailedError):
+    """A change whose result would be larger than a note may be; refused from its computed size, before the
+    new text was built (a replacement that multiplies a note would otherwise fill the memory). Dry runs too."""
+
+    def __init__(self, path: str, what: str, size: int, limit: int) -> None:
+        self.path = path
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{what} would make {printable(path)} {size:,} bytes ({_mib(size)}), more than the {limit:,} bytes "
+            f"({_mib(limit)}) a note may have after a change. Nothing was written, and the new text was not built. "
+            "Make the change smaller (fewer matches, a shorter replacement), or split the note."
+        )
+
+    def facts(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "limit": self.limit}
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):,.1f} MiB"
 
 
 class NotAppliedError(TeamVaultError):

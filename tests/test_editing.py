@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from teamvault_mcp.errors import EditFailedError, ToolInputError
+from teamvault_mcp.errors import EditFailedError, ResultTooLargeError, ToolInputError
 from teamvault_mcp.text.edits import Edit, apply_edits, closest_lines, edits_from_patch
 
 NOTE = "# Tasks\n- [ ] call Kuzma\n- [ ] send the report\n- [ ] book the room\n"
@@ -153,3 +153,32 @@ def test_malformed_patches_are_refused(patch: str, message: str) -> None:
 def test_closest_lines_finds_a_multi_line_stretch() -> None:
     hint = closest_lines(NOTE, "- [ ] send the reprot\n- [ ] book the rom\n")
     assert hint.splitlines()[:2] == ["     3| - [ ] send the report", "     4| - [ ] book the room"]
+
+
+# -- the size of a result, counted before it is built ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "edit", "what", "size"),
+    [
+        ("x" * 1_000, Edit("x", "yy", replace_all=True), "The edit (replaceAll, 1,000 matches)", 2_000),
+        ("ab\r\nab\r\n", Edit("b\n", "é\n", replace_all=True), "The edit (replaceAll, 2 matches)", 10),
+        ("one\ntwo\n", Edit("two", "three"), "The edit", 10),
+        ("one\ntwo", Edit("two\n", "three\n"), "The edit", 9),  # the last line, without a final line break
+    ],
+)
+def test_an_edit_past_max_bytes_is_refused_with_the_size_it_would_have_had(
+    text: str, edit: Edit, what: str, size: int
+) -> None:
+    assert len(apply_edits(text, [edit]).encode("utf-8")) == size
+    assert apply_edits(text, [edit], max_bytes=size) == apply_edits(text, [edit])  # exactly the limit: made
+    with pytest.raises(ResultTooLargeError) as caught:
+        apply_edits(text, [edit], max_bytes=size - 1, path="n.md")
+    assert str(caught.value).startswith(f"{what} would make n.md {size:,} bytes")
+
+
+def test_each_edit_is_sized_on_the_text_the_previous_ones_left() -> None:
+    grow, shrink = Edit("x", "xx", replace_all=True), Edit("xx", "x", replace_all=True)
+    assert apply_edits("x" * 10, [grow, shrink], max_bytes=20) == "x" * 10
+    with pytest.raises(ResultTooLargeError, match=r"^Edit 1 of 2 \(replaceAll, 10 matches\) would make n.md 20 "):
+        apply_edits("x" * 10, [grow, shrink], max_bytes=19, path="n.md")

@@ -9,7 +9,7 @@ import time
 import pytest
 import regex
 
-from teamvault_mcp.errors import EditFailedError, ToolInputError
+from teamvault_mcp.errors import EditFailedError, ResultTooLargeError, ToolInputError
 from teamvault_mcp.text.markdown import split_lines
 from teamvault_mcp.text.replace import (
     CHANGE_CHARS,
@@ -300,3 +300,35 @@ def test_a_pattern_slow_across_lines_is_still_matched_line_by_line() -> None:
     for lines in (2_000, 2_000, 10):
         assert replacer.count(note * lines) == 0
         assert replacer.count(note * lines + "ay\n") == 1
+
+
+# -- the size of a result, counted before it is built ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "find", "replace", "regex", "case_sensitive"),
+    [
+        ("Acme and Acme.\n", "Acme", "Globex", False, True),
+        ("Ёлка и ЁЛКА\r\nёлка\r\n", "ёлка", "Tännchen\n", False, False),
+        ("a-1 b-22 c-333\nd-4\n", r"(\w)-(\d+)", "$2$2:$1 ñ $0", True, True),
+        ("café\rcafé\r", "(?P<w>caf)(é)", "${w}${2}\n€", True, True),
+        ("x" * 1_000, "(x)", "$1" * 50, True, True),
+        ("nothing here\n", "absent", "whatever", False, True),
+    ],
+)
+def test_measure_is_the_utf8_size_of_what_apply_builds(
+    text: str, find: str, replace: str, regex: bool, case_sensitive: bool
+) -> None:
+    replacer = Replacer(find, replace, regex=regex, case_sensitive=case_sensitive)
+    new, count = replacer.apply(text)
+    assert replacer.measure(text) == (count, len(new.encode("utf-8")))
+
+
+def test_apply_refuses_a_result_past_max_bytes_before_building_it() -> None:
+    replacer = Replacer("x", "y" * 100_000)
+    assert replacer.measure("x" * 100_000) == (100_000, 10_000_000_000)
+    with pytest.raises(ResultTooLargeError) as caught:
+        replacer.apply("x" * 100_000, max_bytes=5 * 1024 * 1024, path="big.md")
+    assert (caught.value.path, caught.value.size, caught.value.limit) == ("big.md", 10_000_000_000, 5 * 1024 * 1024)
+    assert str(caught.value).startswith("The replacement (100,000 matches) would make big.md 10,000,000,000 bytes")
+    assert replacer.apply("x" * 10, max_bytes=1_000_000) == ("y" * 1_000_000, 10)  # exactly the limit: made

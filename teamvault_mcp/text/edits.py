@@ -5,6 +5,8 @@ applies. An ``oldText`` must occur exactly once (or ``replaceAll``); line ending
 matched loosely (CRLF, LF and CR are one) and written in the note's own style. A
 failed edit says why in a way a model can act on: the closest lines, with numbers,
 when the text is not there; the line numbers of every match when it is there twice.
+With ``max_bytes``, an edit whose result would be larger is refused from its computed size,
+before the result is built (``sizes.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from teamvault_mcp.errors import EditFailedError, ToolInputError
 from teamvault_mcp.text.diff import newline_of, with_newline
 from teamvault_mcp.text.markdown import split_lines
+from teamvault_mcp.text.sizes import refuse_past, utf8_size
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _HUNK = re.compile(r"@@\s*(?:-(\d+)(?:,\d+)?\s+\+\d+(?:,\d+)?\s*)?@@")
@@ -32,20 +35,29 @@ class Edit:
     near_line: int | None = None
 
 
-def apply_edits(text: str, edits: list[Edit]) -> str:
-    """``text`` with every edit applied in order; :class:`EditFailedError` (nothing applied) if one fails."""
+def apply_edits(text: str, edits: list[Edit], *, max_bytes: int | None = None, path: str = "the note") -> str:
+    """``text`` with every edit applied in order; :class:`EditFailedError` (nothing applied) if one fails.
+
+    ``max_bytes``: no edit may make the text larger (in UTF-8), checked before its result is built
+    (:class:`~teamvault_mcp.errors.ResultTooLargeError`, naming ``path``).
+    """
     newline = newline_of(text)
     for number, edit in enumerate(edits, start=1):
-        text = _apply(text, edit, f"Edit {number} of {len(edits)}" if len(edits) > 1 else "The edit", newline)
+        label = f"Edit {number} of {len(edits)}" if len(edits) > 1 else "The edit"
+        text = _apply(text, edit, label, newline, max_bytes, path)
     return text
 
 
-def _apply(text: str, edit: Edit, label: str, newline: str) -> str:
+def _apply(text: str, edit: Edit, label: str, newline: str, max_bytes: int | None, path: str) -> str:
     if not edit.old_text:
         raise EditFailedError(f"{label}: oldText is empty; give the exact text to replace. Nothing was changed.")
     pattern = re.compile(_NEWLINE.sub(lambda _: r"(?:\r\n|\r|\n)", _escaped(edit.old_text)))
     replacement = with_newline(edit.new_text, newline)
     if edit.replace_all:
+        if max_bytes is not None:
+            count, size = _replaced_size(text, pattern, utf8_size(replacement))
+            if count:
+                refuse_past(max_bytes, size, path, f"{label} (replaceAll, {count:,} matches)")
         changed, count = pattern.subn(lambda _: replacement, text)
         if count == 0:
             raise _not_found(text, edit.old_text, label)
@@ -56,7 +68,11 @@ def _apply(text: str, edit: Edit, label: str, newline: str) -> str:
         stripped = _NEWLINE.sub(lambda _: r"(?:\r\n|\r|\n)", _escaped(edit.old_text.rstrip("\r\n")))
         at_end = re.search(f"(?:{stripped})\\Z", text)
         if at_end is not None:
-            return text[: at_end.start()] + with_newline(edit.new_text.rstrip("\r\n"), newline)
+            ending = with_newline(edit.new_text.rstrip("\r\n"), newline)
+            if max_bytes is not None:
+                size = utf8_size(text) - utf8_size(at_end.group()) + utf8_size(ending)
+                refuse_past(max_bytes, size, path, label)
+            return text[: at_end.start()] + ending
     if not starts:
         raise _not_found(text, edit.old_text, label)
     if len(starts) > 1 and edit.near_line is not None:
@@ -70,7 +86,22 @@ def _apply(text: str, edit: Edit, label: str, newline: str) -> str:
         )
     match = pattern.match(text, starts[0])
     assert match is not None
+    if max_bytes is not None:
+        size = utf8_size(text) - utf8_size(match.group()) + utf8_size(replacement)
+        refuse_past(max_bytes, size, path, label)
     return text[: match.start()] + replacement + text[match.end() :]
+
+
+def _replaced_size(text: str, pattern: re.Pattern[str], replacement_size: int) -> tuple[int, int]:
+    """How many matches ``pattern`` has in ``text``, and the UTF-8 size of ``text`` with each replaced by
+    ``replacement_size`` bytes: counted match by match, nothing built."""
+    ascii_only = text.isascii()
+    count = 0
+    size = utf8_size(text)
+    for match in pattern.finditer(text):
+        count += 1
+        size += replacement_size - (match.end() - match.start() if ascii_only else utf8_size(match.group()))
+    return count, size
 
 
 def _escaped(old_text: str) -> str:

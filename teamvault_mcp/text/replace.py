@@ -24,6 +24,11 @@
   Windows paths); ``\\1`` and ``\\g<1>`` are refused, with the ``$`` spelling to use. A line
   break in ``replace`` is written in the note's own line ending.
 
+A replacement's result is sized before it is built (:meth:`Replacer.measure`; ``apply`` with
+``max_bytes`` refuses past it): matches times the replacement's length, for a ``$1`` template
+the literal pieces and each group's length per match, so a replacement that would multiply a
+note is refused without being made.
+
 :class:`Replacer` checks and compiles one find/replace once, for many notes; ``find_matches``
 and ``replace_all`` are the one-note shorthands. :func:`preview` gives a note's match count and
 a compact diff: only changed lines, each cut to :data:`CONTEXT_CHARS` around the change.
@@ -36,6 +41,7 @@ import re
 import re._constants as sre  # type: ignore[import-not-found]  # the stdlib parser regex_subset uses too,
 import re._parser as sre_parse  # type: ignore[import-not-found]  # to see what a pattern asks for
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
@@ -48,6 +54,7 @@ from teamvault_mcp.text.diff import newline_of, shortened, unified_diff, with_ne
 from teamvault_mcp.text.markdown import split_lines
 from teamvault_mcp.text.regex_subset import UnsafeRegexError, safe_regex
 from teamvault_mcp.text.search import REGEX_LINE_SECONDS, TimeUp
+from teamvault_mcp.text.sizes import refuse_past, utf8_size
 
 #: Diff lines a note's preview shows (hunk headers included) before "… N more diff lines": two one-line
 #: changes in full. With 20 characters each side of a change (three or four words), a rename in 30 notes
@@ -126,22 +133,56 @@ class Replacer:
         """How many matches ``text`` has (no new text is built: for the notes a preview only counts)."""
         return len(self._found(text, deadline))
 
-    def apply(self, text: str, deadline: float | None = None) -> tuple[str, int]:
-        """``text`` with every match replaced, and how many there were."""
+    def measure(self, text: str, deadline: float | None = None) -> tuple[int, int]:
+        """How many matches ``text`` has, and its size in bytes of UTF-8 with them replaced (nothing is built)."""
+        found = self._found(text, deadline)
+        return len(found), self._size_after(text, found, self._template_for(newline_of(text)))
+
+    def apply(
+        self, text: str, deadline: float | None = None, *, max_bytes: int | None = None, path: str = "the note"
+    ) -> tuple[str, int]:
+        """``text`` with every match replaced, and how many there were.
+
+        ``max_bytes``: a result larger than that (in UTF-8) is refused before it is built
+        (:class:`~teamvault_mcp.errors.ResultTooLargeError`, naming ``path``).
+        """
         found = self._found(text, deadline)
         if not found:
             return text, 0
-        newline = newline_of(text)
+        template = self._template_for(newline_of(text))
+        if max_bytes is not None:
+            size = self._size_after(text, found, template)
+            refuse_past(max_bytes, size, path, f"The replacement ({len(found):,} matches)")
         pieces: list[str] = []
         done = 0
         for start, end, match in found:
-            pieces += [text[done:start], with_newline(self._expand(match), newline)]
+            pieces += [text[done:start], _expand(match, template)]
             done = end
         pieces.append(text[done:])
         return "".join(pieces), len(found)
 
-    def _expand(self, match: regex.Match[str]) -> str:
-        return "".join(part if isinstance(part, str) else (match.group(part) or "") for part in self._template)
+    def _template_for(self, newline: str) -> list[str | int]:
+        """The template with its line breaks written as ``newline``, the note's own (groups hold none: a regex
+        match stays within a line)."""
+        return [with_newline(part, newline) if isinstance(part, str) else part for part in self._template]
+
+    @staticmethod
+    def _size_after(text: str, found: list[tuple[int, int, regex.Match[str]]], template: list[str | int]) -> int:
+        """The UTF-8 size of ``text`` with each match in ``found`` replaced by ``template`` expanded: the
+        template's literal bytes and each group's length per match, added up without building anything."""
+        literal = sum(utf8_size(part) for part in template if isinstance(part, str))
+        groups = Counter(part for part in template if isinstance(part, int))
+        ascii_only = text.isascii()
+        size = utf8_size(text)
+        for start, end, match in found:
+            size += literal - (end - start if ascii_only else utf8_size(text[start:end]))
+            for group, times in groups.items():
+                if ascii_only:
+                    begin, finish = match.span(group)
+                    size += times * max(finish - begin, 0)
+                else:
+                    size += times * utf8_size(match.group(group) or "")
+        return size
 
     def _found(self, text: str, deadline: float | None) -> list[tuple[int, int, regex.Match[str]]]:
         if self._literal and self._literal not in text:
@@ -200,6 +241,10 @@ class Replacer:
                 f"({len(line):,} characters), so nothing was replaced in this note. Make it narrower: fewer "
                 "unbounded repeats, an anchor (^), a possessive repeat (a*+, which never backtracks), or regex=false."
             ) from None
+
+
+def _expand(match: regex.Match[str], template: list[str | int]) -> str:
+    return "".join(part if isinstance(part, str) else (match.group(part) or "") for part in template)
 
 
 def find_matches(text: str, find: str, *, regex: bool = False, case_sensitive: bool = True) -> list[Match]:
@@ -335,10 +380,21 @@ def preview(old: str, new: str, count: int, *, max_lines: int = PREVIEW_DIFF_LIN
     return NotePreview(count, compact_diff(old, new, max_lines=max_lines))
 
 
-def compact_diff(old: str, new: str, *, max_lines: int = PREVIEW_DIFF_LINES, around: int = CONTEXT_CHARS) -> str:
+def compact_diff(
+    old: str,
+    new: str,
+    *,
+    max_lines: int = PREVIEW_DIFF_LINES,
+    around: int = CONTEXT_CHARS,
+    deadline: float | None = None,
+) -> str:
     """The changed lines of a unified diff (no context lines, no file header), each cut to the change and
-    ``around`` characters on each side of it, at most ``max_lines`` lines."""
-    diff = unified_diff(old, new, before="a", after="b", context=0).split("\n")[2:]
+    ``around`` characters on each side of it, at most ``max_lines`` lines; a diff too costly to compute by
+    ``deadline`` (or at all: ``diff.py``) is the one line that counts its changed lines."""
+    whole = unified_diff(old, new, before="a", after="b", context=0, deadline=deadline)
+    if whole and not whole.startswith("--- "):
+        return whole  # too large: the summary line
+    diff = whole.split("\n")[2:]
     lines: list[str] = []
     removed: list[str] = []
     added: list[str] = []

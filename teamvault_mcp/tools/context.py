@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -146,6 +147,11 @@ class ToolContext:
         data = self.client.download(project_id, file.id)
         self.remember(project_id, data)
         return Note(stored, file, data)
+
+    def deadline(self, reserve: float) -> float | None:
+        """The monotonic time at which this call's CPU work stops, ``reserve`` seconds before its budget ends, so
+        that the answer is sent in time (None: the call has no budget)."""
+        return None if self.budget is None else time.monotonic() + self.budget.remaining() - reserve
 
     def yaml_check(self, path: str) -> Callable[[], None]:
         """Stops reading or changing the YAML of ``path`` when the call is cancelled or its budget has run out:

@@ -428,14 +428,13 @@ def rewrite(
     """
     original = note.data.decode("utf-8")
     data = changed.encode("utf-8")
-    diff = unified_diff(original, changed, before=f"a/{note.path}", after=f"b/{note.path}")
     result: dict[str, Any] = {
         "path": note.path,
         "dryRun": dry_run,
         "changed": changed != original,
         "previousHash": note.content_hash,
         "contentHash": sha256_hex(data),
-        "diff": diff,
+        "diff": "",  # made once the write is done (a dry run: now), within the budget: diff.py
         **(extra or {}),
     }
     ctx.facts.update(hashBefore=note.content_hash, hashAfter=result["contentHash"])
@@ -448,6 +447,7 @@ def rewrite(
         return ToolOutput(result["summary"], result)
     if dry_run:
         ctx.facts["noop"] = True
+        result["diff"] = diff = _diff(ctx, note.path, original, changed)
         result["summary"] = (
             f"Dry run: nothing was written. {note.path}: previousHash {short_hash(note.content_hash)}, contentHash "
             f"{short_hash(result['contentHash'])} once applied."
@@ -463,13 +463,22 @@ def rewrite(
     )
     if written.data != data and written.based_on is not None:  # made again on a colleague's change: show ours there
         result["contentHash"] = sha256_hex(written.data)
-        result["diff"] = diff = unified_diff(
-            _text(written.based_on), _text(written.data), before=f"a/{note.path}", after=f"b/{note.path}"
-        )
+        result["diff"] = diff = _diff(ctx, note.path, _text(written.based_on), _text(written.data))
         ctx.facts["hashAfter"] = result["contentHash"]
+    else:
+        result["diff"] = diff = _diff(ctx, note.path, original, changed)
     said = f"{done} {note.path}; its contentHash is now {short_hash(result['contentHash'])}."
     output = written_result(ctx, result, written, said)
     return ToolOutput(f"{output.text}\n{hunks_only(diff)}", result)
+
+
+#: Seconds of the budget a write's diff leaves for the answer: past them, the diff is summarised (diff.py).
+DIFF_RESERVE_SECONDS = 1.0
+
+
+def _diff(ctx: ToolContext, path: str, old: str, new: str) -> str:
+    """The diff a rewrite's answer shows, bounded by its work and by the call's budget (then a summary line)."""
+    return unified_diff(old, new, before=f"a/{path}", after=f"b/{path}", deadline=ctx.deadline(DIFF_RESERVE_SECONDS))
 
 
 #: A dry run's call is written out in full up to this many characters of arguments; a longer one is described.

@@ -59,7 +59,7 @@ from teamvault_mcp.tools.spec import (
     rows,
 )
 from teamvault_mcp.tools.versions import describe
-from teamvault_mcp.tools.writes import create_content, expect, mime_type_for, result_with, settle
+from teamvault_mcp.tools.writes import create_content, expect, mime_type_for, result_limit, result_with, settle
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
@@ -196,7 +196,8 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     expected = expect(
         ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text)
     )
-    changed = apply_edits(note.editable_text("its text"), edits)
+    limit = result_limit(len(note.data))  # a replaceAll can multiply a note: refused before it is built
+    changed = apply_edits(note.editable_text("its text"), edits, max_bytes=limit, path=note.path)
     return rewrite(
         ctx,
         project_id,
@@ -205,7 +206,7 @@ def edit_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         dry_run=bool(args.get("dryRun")),
         edits="the edits",
         done="Edited",
-        change=lambda text: apply_edits(text, edits),
+        change=lambda text: apply_edits(text, edits, max_bytes=limit, path=note.path),
         expected=expected,
         apply=("edit_note", {**args, "path": note.path}),
     )

@@ -32,12 +32,13 @@ from teamvault_mcp.errors import (
 )
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.search import TimeUp
+from teamvault_mcp.text.sizes import refuse_past, utf8_size
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.gathering import RESERVE_SECONDS, Texts, gather
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.no_lost_updates import rewrite
 from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
-from teamvault_mcp.tools.writes import VERIFIED
+from teamvault_mcp.tools.writes import VERIFIED, result_limit
 from teamvault_mcp.vault.retry import failure
 
 if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
@@ -56,12 +57,14 @@ ANSWER_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class _Match:
-    """A note with matches: its listing record, the text they were counted on (hash ``read``), how many."""
+    """A note with matches: its listing record, the text they were counted on (hash ``read``), how many, and the
+    size in bytes its text would have with them replaced."""
 
     file: VaultFile
     text: str
     read: str
     count: int
+    size: int
 
     @property
     def path(self) -> str:
@@ -90,9 +93,13 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     survey = _survey(ctx, project_id, replacer, folder_prefix(args.get("prefix")))
     chosen = survey.found[: args["limit"]] if "limit" in args else survey.found
     matches = sum(match.count for match in chosen)
+    for match in chosen:  # a replacement that would multiply a note is refused before any text is built
+        refuse_past(
+            result_limit(utf8_size(match.text)), match.size, match.path, f"The replacement ({match.count:,} matches)"
+        )
     if args.get("dryRun", True):
         ctx.facts["noop"] = True
-        return _preview(args, replacer, survey, chosen)
+        return _preview(ctx, args, replacer, survey, chosen)
     if survey.not_searched:
         raise EditFailedError(
             f"{survey.not_searched:,} notes could not be read ({survey.why_partial}), so their matches are unknown. "
@@ -100,7 +107,7 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         )
     expected = args.get("expectedCount")
     if expected is not None and expected != matches:
-        now = "\n".join(_preview_lines(args, replacer, survey, chosen))
+        now = "\n".join(_preview_lines(ctx, args, replacer, survey, chosen))
         raise EditFailedError(
             f"expectedCount is {expected:,}, but there are {_matches(matches)} now in the {_notes(len(chosen))} "
             "this call would write: the notes changed since the preview, or it had other arguments. Nothing was "
@@ -129,7 +136,7 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
             survey.why_partial = survey.why_partial or "some notes could not be read again"
             continue
         try:
-            count = replacer.count(raw, deadline)
+            count, size = replacer.measure(raw, deadline)
         except TimeUp:
             survey.not_searched += len(gathered.ready) - done
             survey.why_partial = survey.why_partial or "the call's time budget ran out while matching"
@@ -147,7 +154,7 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
         if file.content_hash is not None and read != file.content_hash:  # bytes that are not UTF-8 text
             survey.left_alone.append((file.path, "not valid UTF-8 text, so replacing in it could damage it"))
             continue
-        match = _Match(file, raw, read, count)
+        match = _Match(file, raw, read, count, size)
         writable = ctx.write_prefixes is None or file.path.startswith(ctx.write_prefixes)
         (survey.found if writable else survey.outside).append(match)
     return survey
@@ -156,7 +163,9 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
 # -- the preview ------------------------------------------------------------------------------------
 
 
-def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]) -> ToolOutput:
+def _preview(
+    ctx: ToolContext, args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match]
+) -> ToolOutput:
     matches = sum(match.count for match in chosen)
     searched = _notes(survey.searched)
     if chosen:
@@ -166,7 +175,7 @@ def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chose
         headline = (
             f"Nothing to replace: {_what(args)} has no match in a note this call may write ({searched} searched)."
         )
-    diffs = _diffs(replacer, chosen)
+    diffs = _diffs(ctx, replacer, chosen)
     notes: list[dict[str, Any]] = []
     for number, match in enumerate(chosen[: PREVIEW_NOTES + LISTED_NOTES]):
         note = {"path": match.path, "matches": match.count, "previousHash": match.read}
@@ -187,26 +196,38 @@ def _preview(args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chose
         result["notices"] = notices
     if chosen:
         result["applyWith"] = _apply_call(args, chosen)
-    lines = [headline, *_preview_lines(args, replacer, survey, chosen, diffs)]
+    lines = [headline, *_preview_lines(ctx, args, replacer, survey, chosen, diffs)]
     return ToolOutput("\n".join(lines), _left_alone_fields(result, survey, chosen))
 
 
-def _diffs(replacer: Replacer, chosen: list[_Match]) -> list[str]:
-    """The compact diff of each of the first PREVIEW_NOTES notes, as a preview shows it."""
+def _diffs(ctx: ToolContext, replacer: Replacer, chosen: list[_Match]) -> list[str]:
+    """The compact diff of each of the first PREVIEW_NOTES notes, as a preview shows it; past the call's time
+    for it, or too costly (``diff.py``), a note's diff is the line that counts its changed lines."""
     from teamvault_mcp.text.replace import compact_diff
 
+    deadline = ctx.deadline(ANSWER_SECONDS)
     return [
-        compact_diff(match.text, replacer.apply(match.text)[0], around=PREVIEW_CONTEXT_CHARS)
+        compact_diff(match.text, _replaced(replacer, match), around=PREVIEW_CONTEXT_CHARS, deadline=deadline)
         for match in chosen[:PREVIEW_NOTES]
     ]
 
 
+def _replaced(replacer: Replacer, match: _Match) -> str:
+    """The note's text with the replacement made, refused past the size a note may have (as the survey was)."""
+    return replacer.apply(match.text, max_bytes=result_limit(utf8_size(match.text)), path=match.path)[0]
+
+
 def _preview_lines(
-    args: Mapping[str, Any], replacer: Replacer, survey: _Survey, chosen: list[_Match], diffs: list[str] | None = None
+    ctx: ToolContext,
+    args: Mapping[str, Any],
+    replacer: Replacer,
+    survey: _Survey,
+    chosen: list[_Match],
+    diffs: list[str] | None = None,
 ) -> list[str]:
     """Each note to write with its count and compact diff (the first PREVIEW_NOTES), the rest listed, the notes
     left alone (:func:`_preview_notices`), and the call that applies it."""
-    diffs = _diffs(replacer, chosen) if diffs is None else diffs
+    diffs = _diffs(ctx, replacer, chosen) if diffs is None else diffs
     lines = []
     for match, diff in zip(chosen, diffs, strict=False):
         lines += [f"{match.path} ({match.count})", diff]
@@ -324,7 +345,7 @@ def _apply(
 
 def _write(ctx: ToolContext, project_id: str, replacer: Replacer, match: _Match) -> dict[str, Any]:
     """One note rewritten with the replacement, its read hash as expectedHash: what happened to it."""
-    new, count = replacer.apply(match.text)
+    new, count = replacer.apply(match.text, max_bytes=result_limit(utf8_size(match.text)), path=match.path)
     entry: dict[str, Any] = {"path": match.path, "matches": count, "previousHash": match.read}
     if new == match.text:  # the replacement is the text it replaces
         entry["status"] = "unchanged"

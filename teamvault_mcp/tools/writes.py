@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError, short_hash
 from teamvault_mcp.text.diff import shortened, unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
-from teamvault_mcp.tools.kinds import MIN_HASH_DIGITS
+from teamvault_mcp.tools.kinds import MAX_CONTENT_BYTES, MIN_HASH_DIGITS
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 VERIFIED = "The server's answer was lost on the way; a check right after confirmed the change was applied."
+
+
+def result_limit(size: int) -> int:
+    """The UTF-8 size a change may make a note of ``size`` bytes: what a write takes (MAX_CONTENT_BYTES, 5 MiB),
+    or the note's own size when it is stored larger (it can still be edited, but not grown)."""
+    return max(MAX_CONTENT_BYTES, size)
 
 
 # -- preconditions ----------------------------------------------------------------------------------------
