@@ -42,7 +42,7 @@ from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from pydantic_core import PydanticSerializationError
 
-from teamvault_mcp.server.stdio import repaired, second_reading
+from teamvault_mcp.server.stdio import repaired, second_reading, unusable_id
 from teamvault_mcp.text.wire import valid_unicode
 
 log = logging.getLogger(__name__)
@@ -430,6 +430,11 @@ class MessageReader:
                     await self._writes.send(SessionMessage(reread))
                     continue
                 message = reread.message
+            else:
+                answer = unusable_id(message, line)
+                if answer is not None:
+                    await self._writes.send(SessionMessage(answer))
+                    continue
             self._unanswered.read(message)
             return SessionMessage(message)
 

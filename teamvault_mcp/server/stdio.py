@@ -4,7 +4,11 @@ The SDK's stdio transport parses each line with pydantic, whose JSON parser stop
 200 levels of nesting and at escapes of lone surrogates; it drops such a line with a
 debug log, and the host waits for an answer that never comes. :class:`AnswersEveryLine`
 reads a refused line again with Python's parser and passes the request on (or answers
-it with a JSON-RPC error under its id). And the SDK writes each message with
+it with a JSON-RPC error under its id). A request whose id is neither a string nor an
+integer (``1.5``, ``true``, ``null``) the SDK reads as a notification, ignoring the id,
+and never answers: :func:`unusable_id` finds it from the line (:class:`HeardLines`
+keeps each line until its message comes through) and it is answered ``-32600``
+under id null. And the SDK writes each message with
 ``model_dump_json``, which raises on a lone surrogate or on deep nesting — in the task
 that writes stdout, ending the process. :class:`WritesOnlyWritable` makes such a
 message writable, or replaces it by an error, before it gets there.
@@ -12,11 +16,16 @@ message writable, or replaces it by an error, before it gets there.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import os
 import re
-from collections.abc import Callable
-from typing import Any
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any, TextIO, cast
 
 import anyio
 import mcp.types as types
@@ -33,6 +42,9 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_DEPTH = 512
 #: Deepest nesting of a message written after it had to be repaired (the SDK serialises up to about 250).
 MAX_WRITTEN_DEPTH = 200
+
+#: The answer to a request whose id is neither a string nor an integer.
+UNUSABLE_ID = "Invalid Request: an id must be a string or an integer"
 
 #: A JSON string (escapes included) or a bracket: enough to measure nesting without parsing.
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
@@ -52,14 +64,71 @@ async def serve_stdio(
     ``on_start`` gets the scope that ends serving when cancelled; ``on_end`` runs once every
     handler has ended — inside the transport, whose own end waits for a stdin read no signal wakes.
     """
-    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        writes = WritesOnlyWritable(write_stream)
-        with anyio.CancelScope() as scope:
-            if on_start is not None:
-                on_start(scope)
-            await server.run(AnswersEveryLine(read_stream, writes), writes, options)
-        if on_end is not None:
-            on_end()
+    with ExitStack() as claim:
+        if stdin is None and sys.platform != "win32":  # the SDK would claim fd 0 itself, out of our sight
+            stdin = anyio.wrap_file(claim.enter_context(claimed_stdin()))
+        heard = HeardLines(stdin) if stdin is not None else None
+        async with stdio_server(cast(Any, heard), stdout) as (read_stream, write_stream):
+            writes = WritesOnlyWritable(write_stream)
+            with anyio.CancelScope() as scope:
+                if on_start is not None:
+                    on_start(scope)
+                await server.run(AnswersEveryLine(read_stream, writes, heard), writes, options)
+            if on_end is not None:
+                on_end()
+
+
+@contextmanager
+def claimed_stdin() -> Iterator[TextIO]:
+    """Stdin as the SDK's transport reads it (UTF-8 with replacement), from a private duplicate of fd 0, and
+    fd 0 on /dev/null meanwhile, as the SDK's own claim leaves it; where fd 0 cannot be duplicated, in place.
+
+    The duplicate is never closed: a worker thread may still be blocked reading it after serving ends (the
+    SDK keeps its own open for the same reason).
+    """
+    import fcntl  # POSIX only, like this claim
+
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        yield io.TextIOWrapper(os.fdopen(0, "rb", closefd=False), encoding="utf-8", errors="replace")
+        return
+    diverted = False
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(devnull, 0)
+            diverted = True
+        finally:
+            os.close(devnull)
+    except OSError:
+        pass  # fd 0 keeps the wire; only the duplicate is read
+    try:
+        yield io.TextIOWrapper(os.fdopen(private, "rb", closefd=False), encoding="utf-8", errors="replace")
+    finally:
+        if diverted:
+            os.dup2(private, 0)
+
+
+class HeardLines:
+    """Stdin as the SDK's transport iterates it, each line kept until :meth:`take` is given its message.
+
+    The SDK turns every line into exactly one item of its read stream (a message or an error), in order,
+    so the line taken for an item is the one it came from.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._lines: deque[str] = deque()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._inner:
+            self._lines.append(line)
+            yield line
+
+    def take(self) -> str | None:
+        """The line of the item the SDK has just sent on (None if there is none, which cannot happen)."""
+        return self._lines.popleft() if self._lines else None
 
 
 class AnswersEveryLine:
@@ -71,9 +140,10 @@ class AnswersEveryLine:
     JSON, ``-32600`` for JSON that is not a request. Blank lines are skipped silently.
     """
 
-    def __init__(self, inner: Any, write_stream: Any) -> None:
+    def __init__(self, inner: Any, write_stream: Any, heard: HeardLines | None = None) -> None:
         self._inner = inner
         self._write_stream = write_stream
+        self._heard = heard
 
     @property
     def last_context(self) -> Any:  # the dispatcher runs handlers in the sender's context
@@ -82,8 +152,13 @@ class AnswersEveryLine:
     async def receive(self) -> Any:
         while True:
             item = await self._inner.receive()
+            line = self._heard.take() if self._heard is not None else None
             if not isinstance(item, Exception):
-                return item
+                refused = unusable_id(item.message, line) if line is not None else None
+                if refused is None:
+                    return item
+                await self._write_stream.send(SessionMessage(refused))
+                continue
             reread = second_reading(item)
             if isinstance(reread, SessionMessage):
                 return reread
@@ -113,13 +188,33 @@ def second_reading(error: Exception) -> SessionMessage | types.JSONRPCError | No
     """What a line the SDK refused with ``error`` is: a message after all, the error to answer, or nothing."""
     problems = error.errors() if isinstance(error, ValidationError) else []
     line = problems[0].get("input") if problems else None
-    if isinstance(line, str) and not line.strip():
-        return None
     if any(problem["type"] == "json_invalid" for problem in problems):
+        # Only then is the input the line itself: otherwise it is the member that failed (a blank "params", say),
+        # and a request whose member is blank is no blank line: it is answered below.
+        if isinstance(line, str) and not line.strip():
+            return None
         return _read_with_python(line) if isinstance(line, str) else _parse_error()
     # The message is the input of the first problem, or of a later one when a member failed first.
     message = next((p["input"] for p in problems if isinstance(p.get("input"), dict) and "id" in p["input"]), line)
     return _not_a_message(message)
+
+
+def unusable_id(message: Any, line: str | bytes) -> types.JSONRPCError | None:
+    """The answer to a request whose id is neither a string nor an integer, which pydantic read from ``line``
+    as the notification ``message`` (it ignores members it does not know); None for any other message.
+
+    JSON-RPC 2.0 answers every request, a member ``id`` being what makes one; MCP allows only strings and
+    integers, so the answer is ``-32600`` under id null (§5: the id could not be read).
+    """
+    if not isinstance(message, types.JSONRPCNotification):
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    return _invalid_request(None, UNUSABLE_ID)
 
 
 def _read_with_python(line: str) -> SessionMessage | types.JSONRPCError:
@@ -135,9 +230,12 @@ def _read_with_python(line: str) -> SessionMessage | types.JSONRPCError:
     except (ValueError, RecursionError):
         return _parse_error()
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+        message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except ValidationError:
         return _not_a_message(value)
+    if isinstance(message, types.JSONRPCNotification) and isinstance(value, dict) and "id" in value:
+        return _invalid_request(None, UNUSABLE_ID)
+    return SessionMessage(message)
 
 
 def json_depth(line: str) -> int:
