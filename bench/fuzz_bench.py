@@ -43,6 +43,8 @@ from teamvault_mcp.localvault.store import Change
 
 #: A call's budget (TEAM_VAULT_CALL_BUDGET's default): every answer must come within it.
 BUDGET = 45.0
+#: A tool call slower than this many seconds is named on stderr as it ends.
+SLOW = 5.0
 #: How long to wait for an answer before counting it missing.
 PATIENCE = 60.0
 
@@ -424,11 +426,19 @@ def kind_of(text: str) -> str:
     return re.sub(r"\d[\d,.]*", "N", first)[:100]
 
 
-def fuzz_calls(host: Host, rng: random.Random, count: int, paths: list[str], texts: dict[str, list[str]]) -> Any:
+def fuzz_calls(
+    host: Host,
+    rng: random.Random,
+    count: int,
+    paths: list[str],
+    texts: dict[str, list[str]],
+    window: int = 4,
+    log: Any = None,
+) -> Any:
+    """``count`` tool calls, ``window`` of them in flight at once; each one's time written to ``log`` (JSON lines)."""
     ok = errors = internal = rpc_errors = unanswered = 0
     kinds: collections.Counter[str] = collections.Counter()
     worst = (0.0, "")
-    window = 4
     in_flight: dict[str, tuple[float, str, dict[str, Any]]] = {}
     internals: list[str] = []
     made = 0
@@ -458,6 +468,10 @@ def fuzz_calls(host: Host, rng: random.Random, count: int, paths: list[str], tex
             elapsed = when - started
             if elapsed > worst[0]:
                 worst = (elapsed, f"{tool} {json.dumps(args)[:160]}")
+            if log is not None:
+                log.write(json.dumps({"tool": tool, "arguments": args, "seconds": round(elapsed, 3)}) + "\n")
+            if elapsed > SLOW:  # said at once, so a run that goes wrong shows where
+                print(f"   slow: {elapsed:.1f} s for {tool} {json.dumps(args)[:160]}", file=sys.stderr, flush=True)
             if "error" in answer:
                 rpc_errors += 1
                 internals.append(f"JSON-RPC error {answer['error']} for {tool} {json.dumps(args)[:200]}")
@@ -473,6 +487,8 @@ def fuzz_calls(host: Host, rng: random.Random, count: int, paths: list[str], tex
             else:
                 ok += 1
         seen = len(host.lines)
+        if made % 100 == 0 and len(in_flight) == window:
+            print(f"   {made:,} calls sent", file=sys.stderr, flush=True)
         for request_id, (started, tool, args) in list(in_flight.items()):
             if time.monotonic() - started > host.patience:
                 unanswered += 1
@@ -499,6 +515,8 @@ def main() -> None:
     parser.add_argument("--stdio", choices=["lean", "stock"], default="lean")
     parser.add_argument("--patience", type=float, default=PATIENCE, help="seconds to wait for an answer")
     parser.add_argument("--package", help="run the server on the teamvault_mcp package under this directory")
+    parser.add_argument("--window", type=int, default=4, help="tool calls in flight at once")
+    parser.add_argument("--log", help="write each tool call, its arguments and its time to this file (JSON lines)")
     options = parser.parse_args()
     rng = random.Random(options.seed)
     with tempfile.TemporaryDirectory() as directory, LocalVault(Path(directory) / "vault") as vault:
@@ -548,7 +566,8 @@ def main() -> None:
         began = time.monotonic()
         paths = sorted(notes)
         texts = {path: fragments(data, rng) for path, data in notes.items()}
-        calls = fuzz_calls(host, rng, options.calls, paths, texts)
+        with open(options.log or os.devnull, "w", encoding="utf-8") as log:
+            calls = fuzz_calls(host, rng, options.calls, paths, texts, options.window, log)
         worst, worst_call = calls["worst"]
         print(
             f"\n2. tool calls: {calls['calls']:,} made, {calls['ok']:,} ok, {calls['errors']:,} tool errors, "

@@ -689,6 +689,17 @@ class InternalError(TeamVaultError):
     """
 
 
+class OverdueError(TeamVaultError):
+    """A tool call's work was still running when its budget was all but spent: answered without it."""
+
+    def __init__(self, tool: str, budget: float) -> None:
+        super().__init__(
+            f"Out of time: {tool} was still working when this call's {budget:g} s budget was about to run out (a "
+            "note too large or too complex for it, or a very slow server), so it was stopped and this answer sent "
+            "without its result. Ask for less (a section, a line range, fewer notes), or try again."
+        )
+
+
 class CallCancelledError(TeamVaultError):
     """The host cancelled the tool call; no further request is made."""
 

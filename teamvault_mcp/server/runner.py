@@ -20,6 +20,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -33,12 +34,13 @@ from teamvault_mcp.errors import (
     CallCancelledError,
     InternalError,
     InvalidPathError,
+    OverdueError,
     TeamVaultError,
     ToolInputError,
     WriteScopeError,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
-from teamvault_mcp.server.threads import CallThreads
+from teamvault_mcp.server.threads import LATE_GRACE, CallThreads
 from teamvault_mcp.text.noteindex import NoteIndex
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
@@ -68,6 +70,10 @@ SCHEMA_LOAD_GRACE = 2.0
 
 #: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
 CANCEL_GRACE = 10.0
+
+#: A call is answered this many seconds before its budget ends even when its work has not returned (tools plan
+#: to answer a second before it: ANSWER_SECONDS).
+OVERDUE_RESERVE = 0.1
 
 #: Tool calls running at once, each in a thread of ``threads.CallThreads`` (anyio's pool of 40 is left to the rest).
 MAX_CONCURRENT_CALLS = 8
@@ -301,8 +307,13 @@ class ToolRunner:
             return failed_output(refused)
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
+        watch = _Watch()
         output: ToolOutput | Failure = await self._in_worker(
-            lambda: self._execute(tool, args, budget, token, progress), token
+            lambda: self._execute(tool, args, budget, token, progress, watch),
+            token,
+            budget,
+            watch,
+            late=lambda: self._overdue(tool, budget, watch),
         )
         if isinstance(output, Failure):
             return failed_output(output)
@@ -377,13 +388,20 @@ class ToolRunner:
         self.audit.record(entry)
 
     def _execute(
-        self, tool: Tool, args: dict[str, Any], budget: Budget, token: CancelToken, progress: Progress | None
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        budget: Budget,
+        token: CancelToken,
+        progress: Progress | None,
+        watch: _Watch,
     ) -> ToolOutput | Failure:
-        """The worker thread's part: one client for the call, the handler, errors as values."""
+        """The worker thread's part: one client for the call (shown to ``watch``), the handler, errors as values."""
         with self._active_lock:
             self._active.add(token)
         self.foreground.enter()
         client = self.client(budget, token)
+        watch.clients.append(client)
         context = ToolContext(
             client,
             self.config.project_id,
@@ -405,9 +423,12 @@ class ToolRunner:
             with self._notes_held(tool, args, budget, token):
                 output = tool.handler(context, args)
         except CallCancelledError as cancelled:
-            if tool.writes:
-                log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
-            error = cancelled
+            if watch.overdue.is_set():  # stopped at the end of its budget, not by the host
+                error = OverdueError(tool.name, budget.seconds)
+            else:
+                if tool.writes:
+                    log.warning("%s was cancelled; the change may or may not have been applied", tool.name)
+                error = cancelled
         except TeamVaultError as failed:
             error = failed
         except RecursionError:  # a parser recursing into data nested hundreds of levels (a note's YAML, say)
@@ -452,19 +473,52 @@ class ToolRunner:
             project, paths, seconds=lambda: budget.remaining() - LOCK_RESERVE, cancelled=lambda: token.cancelled
         )
 
-    async def _in_worker(self, work: Callable[[], Any], token: CancelToken) -> Any:
+    async def _in_worker(
+        self, work: Callable[[], Any], token: CancelToken, budget: Budget, watch: _Watch, *, late: Callable[[], Failure]
+    ) -> Any:
         """Run ``work`` in a call thread; if this task is cancelled meanwhile, cancel ``token`` at once.
 
-        The thread is not abandoned: the slot and this task both last exactly as long as the
-        work does, which after a cancel is a few milliseconds. (Waiting for a slot and for the
+        After a cancel the thread is not abandoned: the slot and this task both last exactly as
+        long as the work does, which then is a few milliseconds. (Waiting for a slot and for the
         work is cancellable, so the cancel reaches the token without a watcher task per call.)
+        Work still running :data:`OVERDUE_RESERVE` + :data:`LATE_GRACE` seconds before the budget
+        ends is stopped (``watch.overdue`` says why), and answered with ``late()`` if it does not
+        stop at once: every call is answered within its budget, whatever its work does (a
+        CPU-bound step the token cannot reach runs on).
         """
+
+        def stop() -> None:
+            watch.overdue.set()
+            token.cancel()
+
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
             # asyncio's semaphore takes a free slot without a turn of the loop (anyio's limiter takes one).
             self._slots = (loop, asyncio.Semaphore(MAX_CONCURRENT_CALLS))
         async with self._slots[1]:  # waiting here is cancellable: a queued call never starts
-            return await self._threads.run(work, on_cancel=token.cancel, grace=CANCEL_GRACE)
+            return await self._threads.run(
+                work,
+                on_cancel=token.cancel,
+                grace=CANCEL_GRACE,
+                limit=budget.remaining() - OVERDUE_RESERVE - LATE_GRACE,
+                on_late=stop,
+                late=late,
+            )
+
+    def _overdue(self, tool: Tool, budget: Budget, watch: _Watch) -> Failure:
+        """The answer to a call whose work did not stop at the end of its budget (see :meth:`_in_worker`)."""
+        log.warning("%s was still working at the end of its budget; answered without it", tool.name)
+        sent = tool.writes and any(client.write_attempts > 0 for client in watch.clients)
+        return failure(OverdueError(tool.name, budget.seconds), write_sent=sent)
+
+
+@dataclass
+class _Watch:
+    """What the event loop sees of a call's work in its thread: the call's client, once made (did a write go
+    out?), and whether the end of the budget stopped it (then its cancel is not the host's)."""
+
+    clients: list[TeamVaultClient] = field(default_factory=list)
+    overdue: threading.Event = field(default_factory=threading.Event)
 
 
 def error_output(text: str, facts: dict[str, Any] | None = None) -> ToolOutput:

@@ -18,6 +18,9 @@ import anyio
 #: Seconds a call thread waits for the next call before it ends.
 THREAD_IDLE_LIMIT = 10.0
 
+#: Seconds an overdue call's work is given to stop once told to, before the call is answered without it.
+LATE_GRACE = 0.4
+
 
 class _Job:
     """One call handed to a thread: ``done`` gets its outcome unless the awaiting task was cancelled
@@ -46,16 +49,45 @@ class CallThreads:
         self._idle = 0  # threads waiting for a job and not yet promised one
         self._threads = 0
 
-    async def run(self, work: Callable[[], Any], *, on_cancel: Callable[[], None], grace: float) -> Any:
+    async def run(
+        self,
+        work: Callable[[], Any],
+        *,
+        on_cancel: Callable[[], None],
+        grace: float,
+        limit: float | None = None,
+        on_late: Callable[[], None] | None = None,
+        late: Callable[[], Any] | None = None,
+    ) -> Any:
         """``work()`` in an idle thread (a new one when none is idle), awaited.
 
         If the awaiting task is cancelled meanwhile, ``on_cancel()`` is called at once (it
         should make the work stop) and the work is waited for, up to ``grace`` seconds,
         before the cancel goes on: the caller's slot lasts exactly as long as the work. (The
         future is awaited directly, not through ``asyncio.shield``: one loop turn less per call.)
+
+        With ``limit``: when the work has not returned ``limit`` seconds from now,
+        ``on_late()`` is called (it should make the work stop, and say why), and if it has not
+        returned :data:`LATE_GRACE` seconds later either, ``late()`` is the answer instead (the
+        thread runs on; what it returns is dropped).
         """
-        job = _Job(work, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        job = _Job(work, loop)
         self._start(job)
+        timer: asyncio.TimerHandle | None = None
+        if limit is not None and on_late is not None and late is not None:
+            stop, answer_late = on_late, late
+
+            def give_up() -> None:
+                if not job.done.done():
+                    job.done.set_result(answer_late())
+
+            def overdue() -> None:
+                nonlocal timer
+                stop()
+                timer = loop.call_later(LATE_GRACE, give_up)
+
+            timer = loop.call_later(max(limit, 0.0), overdue)
         try:
             return await job.done
         except asyncio.CancelledError:
@@ -65,6 +97,9 @@ class CallThreads:
                 with anyio.CancelScope(shield=True):
                     await asyncio.wait({job.ended}, timeout=grace)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def close(self) -> None:
         """End every thread once its call (if any) has ended."""
@@ -112,6 +147,8 @@ def _settle(job: _Job, result: Any, error: BaseException | None) -> None:
     if job.done.cancelled():
         if job.ended is not None:
             job.ended.set_result(None)
+    elif job.done.done():
+        pass  # answered late without it (CallThreads.run's limit): its outcome is dropped
     elif error is not None:
         job.done.set_exception(error)
     else:

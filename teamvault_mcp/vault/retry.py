@@ -34,6 +34,7 @@ from teamvault_mcp.errors import (
     InternalError,
     NetworkError,
     OutOfTimeError,
+    OverdueError,
     StaleConnectionError,
     TeamVaultError,
     UnexpectedAnswerError,
@@ -214,6 +215,8 @@ OUTCOMES: tuple[Rule, ...] = (
     Rule(HTTPStatusError, Outcome("never", uncertain=True), status=range(500, 1000)),
     # A success status we cannot read: a write may have been applied.
     Rule(UnexpectedAnswerError, Outcome("never", uncertain=True)),
+    # The call's work was still running at the end of its budget (answered without it): a write may land yet.
+    Rule(OverdueError, Outcome("never", uncertain=True, may_still_run=True)),
     # A bug or a recursion limit in our own code may strike after a write was sent.
     Rule(InternalError, Outcome("never", uncertain=True)),
     # Every other answer (4xx, 3xx) and our own errors: definite, nothing was changed.
