@@ -700,6 +700,16 @@ class OverdueError(TeamVaultError):
         )
 
 
+class NoWorkerError(TeamVaultError):
+    """Every call slot stayed taken for the whole budget (calls whose work ran past their own); nothing was sent."""
+
+    def __init__(self, slots: int, budget: float) -> None:
+        super().__init__(
+            f"Out of time: all {slots} call slots of this server stayed busy with other calls for this call's whole "
+            f"{budget:g} s budget, so it never started. Nothing was sent; try again."
+        )
+
+
 class CallCancelledError(TeamVaultError):
     """The host cancelled the tool call; no further request is made."""
 

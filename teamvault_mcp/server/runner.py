@@ -34,6 +34,7 @@ from teamvault_mcp.errors import (
     CallCancelledError,
     InternalError,
     InvalidPathError,
+    NoWorkerError,
     OverdueError,
     TeamVaultError,
     ToolInputError,
@@ -491,19 +492,38 @@ class ToolRunner:
             watch.overdue.set()
             token.cancel()
 
+        abandoned = False
+
+        def answer_late() -> Failure:
+            nonlocal abandoned
+            abandoned = True  # its slot is freed when its thread returns, not now: the work is still running
+            return late()
+
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
             # asyncio's semaphore takes a free slot without a turn of the loop (anyio's limiter takes one).
             self._slots = (loop, asyncio.Semaphore(MAX_CONCURRENT_CALLS))
-        async with self._slots[1]:  # waiting here is cancellable: a queued call never starts
+        slots = self._slots[1]
+        if slots.locked():  # waiting here is cancellable (a queued call never starts) and bounded by the budget
+            try:
+                await asyncio.wait_for(slots.acquire(), max(budget.remaining() - OVERDUE_RESERVE, 0.0))
+            except TimeoutError:
+                return failure(NoWorkerError(MAX_CONCURRENT_CALLS, budget.seconds), write_sent=False)
+        else:
+            await slots.acquire()
+        try:
             return await self._threads.run(
                 work,
                 on_cancel=token.cancel,
                 grace=CANCEL_GRACE,
                 limit=budget.remaining() - OVERDUE_RESERVE - LATE_GRACE,
                 on_late=stop,
-                late=late,
+                late=answer_late,
+                ended_late=slots.release,
             )
+        finally:
+            if not abandoned:
+                slots.release()
 
     def _overdue(self, tool: Tool, budget: Budget, watch: _Watch) -> Failure:
         """The answer to a call whose work did not stop at the end of its budget (see :meth:`_in_worker`)."""

@@ -58,6 +58,7 @@ class CallThreads:
         limit: float | None = None,
         on_late: Callable[[], None] | None = None,
         late: Callable[[], Any] | None = None,
+        ended_late: Callable[[], None] | None = None,
     ) -> Any:
         """``work()`` in an idle thread (a new one when none is idle), awaited.
 
@@ -69,7 +70,7 @@ class CallThreads:
         With ``limit``: when the work has not returned ``limit`` seconds from now,
         ``on_late()`` is called (it should make the work stop, and say why), and if it has not
         returned :data:`LATE_GRACE` seconds later either, ``late()`` is the answer instead (the
-        thread runs on; what it returns is dropped).
+        thread runs on; what it returns is dropped, and ``ended_late()`` is called once it has).
         """
         loop = asyncio.get_running_loop()
         job = _Job(work, loop)
@@ -81,6 +82,9 @@ class CallThreads:
             def give_up() -> None:
                 if not job.done.done():
                     job.done.set_result(answer_late())
+                    job.ended = loop.create_future()
+                    if ended_late is not None:
+                        job.ended.add_done_callback(lambda _: ended_late())
 
             def overdue() -> None:
                 nonlocal timer
@@ -144,11 +148,9 @@ class CallThreads:
 
 def _settle(job: _Job, result: Any, error: BaseException | None) -> None:
     job.returned = True
-    if job.done.cancelled():
+    if job.done.done():  # cancelled, or answered late without it (run's limit): its outcome is dropped
         if job.ended is not None:
             job.ended.set_result(None)
-    elif job.done.done():
-        pass  # answered late without it (CallThreads.run's limit): its outcome is dropped
     elif error is not None:
         job.done.set_exception(error)
     else:
