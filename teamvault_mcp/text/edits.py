@@ -62,7 +62,7 @@ def _apply(text: str, edit: Edit, label: str, newline: str, max_bytes: int | Non
         if count == 0:
             raise _not_found(text, edit.old_text, label)
         return changed
-    starts = [match.start() for match in re.finditer(f"(?=(?:{pattern.pattern}))", text)]
+    starts = _starts(text, edit.old_text, pattern)
     if not starts and edit.old_text.endswith(("\n", "\r")):
         # The last lines of a note that has no final line break: match them at its very end.
         stripped = _NEWLINE.sub(lambda _: r"(?:\r\n|\r|\n)", _escaped(edit.old_text.rstrip("\r\n")))
@@ -80,8 +80,9 @@ def _apply(text: str, edit: Edit, label: str, newline: str, max_bytes: int | Non
         starts = near or starts
     if len(starts) > 1:
         lines = ", ".join(str(_line_of(text, start)) for start in starts[:20])
+        times = f"more than {MAX_STARTS:,}" if len(starts) > MAX_STARTS else str(len(starts))
         raise EditFailedError(
-            f"{label}: oldText occurs {len(starts)} times (at lines {lines}). Add some of the surrounding text to "
+            f"{label}: oldText occurs {times} times (at lines {lines}). Add some of the surrounding text to "
             "make it unique, or set replaceAll to change every one. Nothing was changed."
         )
     match = pattern.match(text, starts[0])
@@ -90,6 +91,29 @@ def _apply(text: str, edit: Edit, label: str, newline: str, max_bytes: int | Non
         size = utf8_size(text) - utf8_size(match.group()) + utf8_size(replacement)
         refuse_past(max_bytes, size, path, label)
     return text[: match.start()] + replacement + text[match.end() :]
+
+
+#: Occurrences of an oldText looked for at most (and one more, to know there are more): a text of one character
+#: repeated, against a note of millions of them, would otherwise be matched at every position.
+MAX_STARTS = 1_000
+
+
+def _starts(text: str, old_text: str, pattern: re.Pattern[str]) -> list[int]:
+    """Where ``old_text`` begins in ``text`` (overlapping occurrences too), the first ``MAX_STARTS + 1`` at most.
+
+    Without line breaks it is a plain string search (linear); with them, ``pattern`` matches any line break."""
+    starts: list[int] = []
+    if _NEWLINE.search(old_text) is None:
+        at = text.find(old_text)
+        while at >= 0 and len(starts) <= MAX_STARTS:
+            starts.append(at)
+            at = text.find(old_text, at + 1)
+        return starts
+    for match in re.finditer(f"(?=(?:{pattern.pattern}))", text):
+        starts.append(match.start())
+        if len(starts) > MAX_STARTS:
+            break
+    return starts
 
 
 def _replaced_size(text: str, pattern: re.Pattern[str], replacement_size: int) -> tuple[int, int]:
