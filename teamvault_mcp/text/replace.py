@@ -400,9 +400,17 @@ def compact_diff(
     added: list[str] = []
 
     def flush() -> None:  # each removed line next to the line it became: -a +a' -b +b'
+        # difflib cannot anchor on a line that is frequent in a long note (a blank line, "---"): such a line
+        # between two changes comes back as removed and added. It did not change, so it is not shown.
+        while removed and added and removed[0] == added[0]:
+            del removed[0], added[0]
+        while removed and added and removed[-1] == added[-1]:
+            del removed[-1], added[-1]
         for index in range(max(len(removed), len(added))):
             one = removed[index] if index < len(removed) else None
             other = added[index] if index < len(added) else None
+            if one == other:
+                continue
             if one is not None:
                 lines.append("-" + _clip(one, other, around))
             if other is not None:
