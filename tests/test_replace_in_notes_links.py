@@ -7,6 +7,7 @@ and added; an apply the write scope leaves nothing to write says so first.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,21 @@ async def test_a_preview_never_shows_an_unchanged_line_as_removed_and_added(tmp_
         assert diff == ["@@ -1,3 +1,3 @@", "-Acme one", "+Globex one", "-Acme two", "+Globex two"]
         removed = {line[1:] for line in diff if line.startswith("-")}
         assert not [line for line in diff if line.startswith("+") and line[1:] in removed]
+
+
+async def test_a_scoped_apply_that_can_write_nothing_says_the_write_scope_first(tmp_path: Path) -> None:
+    async with open_session(tmp_path, write_prefixes=("meetings/",)) as session:
+        session.seed("clients/acme.md", "Acme signed. Call Acme.\n")
+        session.seed("meetings/x.md", "Nothing here.\n")
+        text, is_error = await session.texts(
+            "replace_in_notes", find="Acme", replace="Globex", dryRun=False, expectedCount=2
+        )
+        assert is_error
+        assert text.startswith(
+            'Nothing was written: every note with a match of "Acme" → "Globex" (2 matches in 1 note) is outside the '
+            "folders this server may write to (meetings/; set by TEAM_VAULT_WRITE_PREFIXES): clients/acme.md (2)."
+        ), text
+        assert not re.search("changed since the preview", text)
+        text, is_error = await session.texts("replace_in_notes", find="Acme", replace="Globex", dryRun=False)
+        assert is_error and "outside the folders this server may write to" in text.split(".")[0]
+        assert session.text("clients/acme.md") == "Acme signed. Call Acme.\n"

@@ -105,6 +105,8 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"{survey.not_searched:,} notes could not be read ({survey.why_partial}), so their matches are unknown. "
             "Nothing was written. Call again: the notes read so far are cached."
         )
+    if not chosen and survey.outside:
+        raise EditFailedError(_all_outside_scope(ctx, args, survey))
     expected = args.get("expectedCount")
     if expected is not None and expected != matches:
         now = "\n".join(_preview_lines(ctx, args, replacer, survey, chosen))
@@ -158,6 +160,18 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
         writable = ctx.write_prefixes is None or file.path.startswith(ctx.write_prefixes)
         (survey.found if writable else survey.outside).append(match)
     return survey
+
+
+def _all_outside_scope(ctx: ToolContext, args: Mapping[str, Any], survey: _Survey) -> str:
+    """Why an apply writes nothing when every note with a match is outside the write scope."""
+    matches = sum(match.count for match in survey.outside)
+    scopes = ", ".join(ctx.write_prefixes or ())
+    return (
+        f"Nothing was written: every note with a match of {_what(args)} ({_matches(matches)} in "
+        f"{_notes(len(survey.outside))}) is outside the folders this server may write to ({scopes}; set by "
+        f"TEAM_VAULT_WRITE_PREFIXES): {_listing(survey.outside)}. Narrow prefix to a folder it may write to, or "
+        "ask whoever runs this server to open those folders."
+    )
 
 
 # -- the preview ------------------------------------------------------------------------------------
