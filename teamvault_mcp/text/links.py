@@ -145,6 +145,32 @@ def _links(note: NoteText) -> list[Link]:
     return links
 
 
+def target_spans(note: str | NoteText, path: str = "") -> list[tuple[int, int, Link]]:
+    """Where each link's target is written in the note's text, as (start, end) offsets, with the link; in order.
+
+    The target is what a rename of the note it names would change: a wikilink's or embed's text before ``|``
+    (``#heading`` included; not the alias), a Markdown link's destination (``#fragment`` included; not the
+    link text). Front matter links count too.
+    """
+    note = as_note(note, path)
+    spans = []
+    for link in parse_links(note):
+        written = note.text[link.start : link.end]
+        if link.syntax == "wiki":
+            opening = 3 if written.startswith("!") else 2
+            target, bar, _ = written[opening:-2].partition("|")
+            if bar and target.endswith("\\"):  # [[a\|b]] in a table
+                target = target[:-1]
+            spans.append((link.start + opening, link.start + opening + len(target), link))
+            continue
+        match = _MARKDOWN.search(written)
+        if match is not None:
+            group = "angle" if match.group("angle") is not None else "bare"
+            spans.append((link.start + match.start(group), link.start + match.end(group), link))
+    spans.sort(key=lambda span: span[0])
+    return spans
+
+
 # -- parsing --------------------------------------------------------------------------------------------------
 
 

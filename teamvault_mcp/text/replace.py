@@ -17,6 +17,9 @@
   ``regex`` package's full folding loops forever on some patterns, ``.?\\S*ss`` on ``ßa``, found
   by fuzzing). Accents count: ``cafe`` does not find ``Café``. Search folds accents too because a
   wider net only costs a look; a replace would rewrite words the agent never named.
+- ``links="keep"``: a match inside a link's target (``links.target_spans``: a wikilink's or
+  embed's text before ``|``, a Markdown link's destination) is left alone; an alias or a link's
+  text is still replaced. :meth:`Replacer.measure_links` reports those matches either way.
 - ``replace`` is literal text. In regex mode, with ``$`` as JavaScript, VS Code and Obsidian's
   editor spell it: ``$1``…``$99`` insert a group (``$12`` is group 12 when the pattern has 12
   groups, else group 1 and a ``2``), ``${name}`` or ``${12}`` a named or numbered one, ``$0`` the
@@ -51,6 +54,7 @@ import regex
 
 from teamvault_mcp.errors import EditFailedError, ToolInputError
 from teamvault_mcp.text.diff import newline_of, shortened, unified_diff, with_newline
+from teamvault_mcp.text.links import target_spans
 from teamvault_mcp.text.markdown import split_lines
 from teamvault_mcp.text.regex_subset import UnsafeRegexError, safe_regex
 from teamvault_mcp.text.search import REGEX_LINE_SECONDS, TimeUp
@@ -92,13 +96,25 @@ class Match:
     text: str
 
 
+@dataclass(frozen=True)
+class LinkMatch:
+    """A match inside a link's target: the line the link starts on (1-based) and the link as written."""
+
+    line: int
+    link: str
+
+
 class Replacer:
     """One find/replace, checked and compiled once; applied to any number of notes, from any thread."""
 
-    def __init__(self, find: str, replace: str = "", *, regex: bool = False, case_sensitive: bool = True) -> None:
+    def __init__(
+        self, find: str, replace: str = "", *, regex: bool = False, case_sensitive: bool = True, links: str = "replace"
+    ) -> None:
         if not find:
             raise ToolInputError("find is empty: give the text (or, with regex=true, the pattern) to look for.")
         self.regex = regex
+        #: ``keep``: a match inside a link's target (:func:`~teamvault_mcp.text.links.target_spans`) is left alone.
+        self.keep_links = links == "keep"
         flags = 0 if case_sensitive else _CASELESS
         #: Lines up to this long are matched without a time limit (regex mode; see regex_subset.py).
         self.untimed_chars = 0
@@ -135,8 +151,14 @@ class Replacer:
 
     def measure(self, text: str, deadline: float | None = None) -> tuple[int, int]:
         """How many matches ``text`` has, and its size in bytes of UTF-8 with them replaced (nothing is built)."""
-        found = self._found(text, deadline)
-        return len(found), self._size_after(text, found, self._template_for(newline_of(text)))
+        count, size, _ = self.measure_links(text, deadline)
+        return count, size
+
+    def measure_links(self, text: str, deadline: float | None = None) -> tuple[int, int, list[LinkMatch]]:
+        """:meth:`measure`, and the matches inside link targets: replaced (they break the link), or with
+        ``links="keep"`` left alone (not counted, not sized)."""
+        found, in_links = self._split(text, deadline)
+        return len(found), self._size_after(text, found, self._template_for(newline_of(text))), in_links
 
     def apply(
         self, text: str, deadline: float | None = None, *, max_bytes: int | None = None, path: str = "the note"
@@ -185,6 +207,37 @@ class Replacer:
         return size
 
     def _found(self, text: str, deadline: float | None) -> list[tuple[int, int, regex.Match[str]]]:
+        """The matches to replace: every match, or with ``links="keep"`` those outside link targets."""
+        if not self.keep_links:
+            return self._every(text, deadline)
+        return self._split(text, deadline)[0]
+
+    def _split(
+        self, text: str, deadline: float | None
+    ) -> tuple[list[tuple[int, int, regex.Match[str]]], list[LinkMatch]]:
+        """The matches to replace, and the matches inside link targets (with ``links="keep"``, not among the first)."""
+        found = self._every(text, deadline)
+        if not found or ("[[" not in text and "](" not in text):
+            return found, []
+        spans = target_spans(text)
+        if not spans:
+            return found, []
+        starts = [span[0] for span in spans]
+        kept: list[tuple[int, int, regex.Match[str]]] = []
+        in_links: list[LinkMatch] = []
+        for item in found:
+            start, end, _ = item
+            # the last target that starts before the match ends: targets never overlap, so no earlier one reaches it
+            index = bisect.bisect_left(starts, end) - 1
+            if index >= 0 and spans[index][1] > start:
+                link = spans[index][2]
+                in_links.append(LinkMatch(link.line, link.raw))
+                if self.keep_links:
+                    continue
+            kept.append(item)
+        return kept, in_links
+
+    def _every(self, text: str, deadline: float | None) -> list[tuple[int, int, regex.Match[str]]]:
         if self._literal and self._literal not in text:
             return []  # the common case of a rename: most notes lack the word; one C-speed scan says so
         if not self.regex:
@@ -400,9 +453,17 @@ def compact_diff(
     added: list[str] = []
 
     def flush() -> None:  # each removed line next to the line it became: -a +a' -b +b'
+        # difflib cannot anchor on a line that is frequent in a long note (a blank line, "---"): such a line
+        # between two changes comes back as removed and added. It did not change, so it is not shown.
+        while removed and added and removed[0] == added[0]:
+            del removed[0], added[0]
+        while removed and added and removed[-1] == added[-1]:
+            del removed[-1], added[-1]
         for index in range(max(len(removed), len(added))):
             one = removed[index] if index < len(removed) else None
             other = added[index] if index < len(added) else None
+            if one == other:
+                continue
             if one is not None:
                 lines.append("-" + _clip(one, other, around))
             if other is not None:

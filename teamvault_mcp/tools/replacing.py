@@ -8,9 +8,11 @@ only the notes it shows. Applying counts again on the notes as they are now, ref
 expectedHash: a colleague's write meanwhile is that note's conflict, never overwritten. Each
 note gets its own Idempotency-Key and its own outcome — applied, conflict or failed (with the
 uncertain-write hint when the outcome table says the write may have landed: ``vault.retry.failure``).
-A note outside the write scope is reported and left alone; every note written is audited.
+A note outside the write scope is reported and left alone (and when every note with a match is, the apply
+says so first); every note written is audited. A match inside a link's target breaks that link when replaced:
+the preview and the applied answer name each such link, and ``links="keep"`` leaves them alone.
 
-About 400 lines: one tool's survey, preview and per-note writes, which read best together.
+About 640 lines: one tool's survey, preview and per-note writes, which read best together.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from teamvault_mcp.tools.writes import VERIFIED, result_limit
 from teamvault_mcp.vault.retry import failure
 
 if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
-    from teamvault_mcp.text.replace import Replacer
+    from teamvault_mcp.text.replace import LinkMatch, Replacer
     from teamvault_mcp.vault.client import VaultFile
 
 #: Notes a preview shows with their diff; the next LISTED_NOTES are listed by path and count, the rest counted.
@@ -51,6 +53,10 @@ LISTED_NOTES = 100
 #: Characters of context on each side of a change in a preview line: 18 keeps a 30-note rename (preview and
 #: apply) under 6 KB of UTF-8 (each cut side's "…" is 3 bytes; bench/section_tools_bench.py).
 PREVIEW_CONTEXT_CHARS = 18
+#: Links inside whose target a match is, listed by name and line in an answer; the rest counted.
+LISTED_LINKS = 20
+#: What ``links`` may be: replace inside link targets too (the default, as before it existed), or keep them.
+LINK_MODES = ("replace", "keep")
 #: Matching stops when less than this is left of the budget: time to answer.
 ANSWER_SECONDS = 1.0
 
@@ -65,6 +71,7 @@ class _Match:
     read: str
     count: int
     size: int
+    in_links: tuple[LinkMatch, ...] = ()  # the matches inside link targets: replaced, or left alone (links="keep")
 
     @property
     def path(self) -> str:
@@ -78,6 +85,7 @@ class _Survey:
     found: list[_Match] = field(default_factory=list)
     outside: list[_Match] = field(default_factory=list)
     left_alone: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    links_only: list[_Match] = field(default_factory=list)  # links="keep": in scope, every match in a link target
     searched: int = 0
     not_searched: int = 0
     why_partial: str = ""
@@ -88,7 +96,11 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
     project_id = ctx.project(args)
     replacer = Replacer(
-        args["find"], args["replace"], regex=bool(args.get("regex")), case_sensitive=args.get("caseSensitive", True)
+        args["find"],
+        args["replace"],
+        regex=bool(args.get("regex")),
+        case_sensitive=args.get("caseSensitive", True),
+        links=args.get("links", "replace"),
     )
     survey = _survey(ctx, project_id, replacer, folder_prefix(args.get("prefix")))
     chosen = survey.found[: args["limit"]] if "limit" in args else survey.found
@@ -105,6 +117,8 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"{survey.not_searched:,} notes could not be read ({survey.why_partial}), so their matches are unknown. "
             "Nothing was written. Call again: the notes read so far are cached."
         )
+    if not chosen and survey.outside:
+        raise EditFailedError(_all_outside_scope(ctx, args, survey))
     expected = args.get("expectedCount")
     if expected is not None and expected != matches:
         now = "\n".join(_preview_lines(ctx, args, replacer, survey, chosen))
@@ -136,7 +150,7 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
             survey.why_partial = survey.why_partial or "some notes could not be read again"
             continue
         try:
-            count, size = replacer.measure(raw, deadline)
+            count, size, in_links = replacer.measure_links(raw, deadline)
         except TimeUp:
             survey.not_searched += len(gathered.ready) - done
             survey.why_partial = survey.why_partial or "the call's time budget ran out while matching"
@@ -146,7 +160,7 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
             survey.left_alone.append((file.path, str(error)))
             continue
         survey.searched += 1
-        if not count:
+        if not count and not in_links:
             continue
         read = file.content_hash
         if read is None or "\ufffd" in raw:  # no hash listed, or bytes that may have decoded with losses
@@ -154,10 +168,26 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
         if file.content_hash is not None and read != file.content_hash:  # bytes that are not UTF-8 text
             survey.left_alone.append((file.path, "not valid UTF-8 text, so replacing in it could damage it"))
             continue
-        match = _Match(file, raw, read, count, size)
+        match = _Match(file, raw, read, count, size, tuple(in_links))
         writable = ctx.write_prefixes is None or file.path.startswith(ctx.write_prefixes)
+        if not count:  # links="keep", and every match is in a link target: nothing to write
+            if writable:
+                survey.links_only.append(match)
+            continue
         (survey.found if writable else survey.outside).append(match)
     return survey
+
+
+def _all_outside_scope(ctx: ToolContext, args: Mapping[str, Any], survey: _Survey) -> str:
+    """Why an apply writes nothing when every note with a match is outside the write scope."""
+    matches = sum(match.count for match in survey.outside)
+    scopes = ", ".join(ctx.write_prefixes or ())
+    return (
+        f"Nothing was written: every note with a match of {_what(args)} ({_matches(matches)} in "
+        f"{_notes(len(survey.outside))}) is outside the folders this server may write to ({scopes}; set by "
+        f"TEAM_VAULT_WRITE_PREFIXES): {_listing(survey.outside)}. Narrow prefix to a folder it may write to, or "
+        "ask whoever runs this server to open those folders."
+    )
 
 
 # -- the preview ------------------------------------------------------------------------------------
@@ -171,6 +201,11 @@ def _preview(
     if chosen:
         headline = f"Dry run: nothing was written. {_what(args)}: {_matches(matches)} in {_notes(len(chosen))} "
         headline += f"({searched} searched):"
+    elif survey.links_only:
+        headline = (
+            f"Nothing to replace: every match of {_what(args)} in a note this call may write is inside a link "
+            f'target, and links="keep" leaves those alone ({searched} searched).'
+        )
     else:
         headline = (
             f"Nothing to replace: {_what(args)} has no match in a note this call may write ({searched} searched)."
@@ -196,8 +231,54 @@ def _preview(
         result["notices"] = notices
     if chosen:
         result["applyWith"] = _apply_call(args, chosen)
-    lines = [headline, *_preview_lines(ctx, args, replacer, survey, chosen, diffs)]
+    hits = _link_hits(args, chosen, survey)
+    warning = _links_line(args, hits, applied=False)
+    if warning:
+        result["linkTargets"] = _link_fields(args, hits)
+    # the links come right under the headline: a long preview's diffs would push them out of sight
+    lines = [headline, *warning, *_preview_lines(ctx, args, replacer, survey, chosen, diffs)]
     return ToolOutput("\n".join(lines), _left_alone_fields(result, survey, chosen))
+
+
+def _link_hits(args: Mapping[str, Any], written: list[_Match], survey: _Survey) -> list[tuple[str, LinkMatch]]:
+    """The matches inside link targets in the notes ``written`` (and, links="keep", in the notes it leaves be)."""
+    notes = written + survey.links_only if args.get("links") == "keep" else written
+    return [(match.path, hit) for match in notes for hit in match.in_links]
+
+
+def _links_line(args: Mapping[str, Any], hits: list[tuple[str, LinkMatch]], *, applied: bool) -> list[str]:
+    """What the matches inside link targets mean: links a replace breaks, or, links="keep", matches left alone."""
+    if not hits:
+        return []
+    unique = list(dict.fromkeys(f"{hit.link} in {path} (line {hit.line})" for path, hit in hits))
+    shown = ", ".join(unique[:LISTED_LINKS])
+    if len(unique) > LISTED_LINKS:
+        shown += f" and {len(unique) - LISTED_LINKS:,} more"
+    count = len(hits)
+    if args.get("links") == "keep":
+        verb = ("was" if count == 1 else "were") if applied else "will be"
+        return [
+            f'[{_matches(count)} inside link targets {verb} left alone (links="keep"), so these links keep working: '
+            f"{shown}. Their alias and link text is replaced.]"
+        ]
+    if applied:
+        return [
+            f"[{count:,} of the matches replaced were inside link targets, so these links are broken now: {shown}; "
+            "to rename a note use move_note(updateLinks=true), which updates the links to it.]"
+        ]
+    return [
+        f"[{count:,} of the matches are inside link targets: applying breaks these links: {shown}; to rename a note "
+        'use move_note(updateLinks=true), or pass links="keep" to replace everywhere but in link targets.]'
+    ]
+
+
+def _link_fields(args: Mapping[str, Any], hits: list[tuple[str, LinkMatch]]) -> dict[str, Any]:
+    """:func:`_links_line` as a structured field."""
+    return {
+        "matches": len(hits),
+        "links": args.get("links", "replace"),
+        "found": [{"path": path, "line": hit.line, "link": hit.link} for path, hit in hits[:LISTED_LINKS]],
+    }
 
 
 def _diffs(ctx: ToolContext, replacer: Replacer, chosen: list[_Match]) -> list[str]:
@@ -316,7 +397,10 @@ def _apply(
     troubles = [f"{conflicts:,} conflict{'s' if conflicts != 1 else ''}"] if conflicts else []
     troubles += [f"{failed:,} failed"] if failed else []
     headline = summary + "".join(f"; {trouble}" for trouble in troubles) + "."
-    lines = [headline, *(_note_line(entry) for entry in done)]  # each note's outcome, and its new contentHash
+    written = {entry["path"] for entry in applied}
+    hits = _link_hits(args, [match for match in chosen if match.path in written], survey)
+    warning = _links_line(args, hits, applied=True)
+    lines = [headline, *warning, *(_note_line(entry) for entry in done)]  # each note's outcome, and its new contentHash
     notices = _left_alone_lines(args, survey, chosen)
     if not_reached:
         notices.append(
@@ -339,6 +423,8 @@ def _apply(
         result["notices"] = notices
     if not_reached:
         result["notReached"] = [match.path for match in not_reached]
+    if warning:
+        result["linkTargets"] = _link_fields(args, hits)
     _left_alone_fields(result, survey, chosen)
     return ToolOutput("\n".join(lines), result, is_error=not applied and bool(troubled))
 
@@ -449,7 +535,18 @@ def _json(value: Any) -> str:
 def _call(args: Mapping[str, Any], **changes: Any) -> str:
     """The replace_in_notes call with these arguments and ``changes``: what applies a preview."""
     values = {**args, **changes}
-    order = ("find", "replace", "prefix", "regex", "caseSensitive", "limit", "projectId", "dryRun", "expectedCount")
+    order = (
+        "find",
+        "replace",
+        "prefix",
+        "regex",
+        "caseSensitive",
+        "links",
+        "limit",
+        "projectId",
+        "dryRun",
+        "expectedCount",
+    )
     shown = ", ".join(f"{name}={_json(values[name])}" for name in order if name in values)
     return f"replace_in_notes({shown})"
 
@@ -484,7 +581,7 @@ TOOLS: tuple[Tool, ...] = (
         description=(
             "Find and replace across notes. dryRun (default true) lists each note's matches, a short diff and the "
             "call that applies it; applied, a note changed since is a conflict, and expectedCount refuses if the "
-            "count changed. Links are plain text here. regex=true: find is in search's safe subset, $1 for groups."
+            "count changed. regex=true: find is in search's safe subset, $1 for groups."
         ),
         params=(  # what the description says is not said again: the tool list is carried on every turn
             Param("find", "", kind="content"),
@@ -492,6 +589,14 @@ TOOLS: tuple[Tool, ...] = (
             Param("prefix", "Only paths starting so.", kind="prefix", required=False),
             Param("regex", "", kind="flag", required=False),
             Param("caseSensitive", "Default true.", kind="flag", required=False),
+            Param(
+                "links",
+                "Matches in link targets ([[target|alias]], ![[…]], [text](target)): replace (default; breaks the "
+                "links, the answer lists them) or keep (left alone; alias and link text still replaced).",
+                kind="choice",
+                required=False,
+                choices=LINK_MODES,
+            ),
             Param("dryRun", "", kind="flag", required=False),
             Param("expectedCount", "The preview's matches.", kind="count", required=False),
             Param("limit", "Most notes written.", kind="count", required=False),
@@ -519,6 +624,18 @@ TOOLS: tuple[Tool, ...] = (
                 "outsideScope": rows(object_schema({"path": STRING, "matches": {"type": "integer"}}, ["path"])),
                 "leftAlone": rows(object_schema({"path": STRING, "why": STRING}, ["path", "why"])),
                 "notesNotSearched": {"type": "integer"},
+                "linkTargets": object_schema(
+                    {
+                        "matches": {"type": "integer"},
+                        "links": {"type": "string", "enum": list(LINK_MODES)},
+                        "found": rows(
+                            object_schema(
+                                {"path": STRING, "line": {"type": "integer"}, "link": STRING}, ["path", "line", "link"]
+                            )
+                        ),
+                    },
+                    ["matches", "links", "found"],
+                ),
             },
             ["summary", "dryRun", "matches", "notes", "notesSearched", "partial"],
         ),
