@@ -44,7 +44,8 @@ makes this module longer than most; it reads better next to the error that uses 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,7 +207,13 @@ class SectionNotFoundError(TeamVaultError):
     """No heading ``missing`` under ``found`` in the note; ``available`` are the headings there."""
 
     def __init__(
-        self, path: str, found: tuple[str, ...], missing: str, available: list[str], top_level: list[str]
+        self,
+        path: str,
+        found: tuple[str, ...],
+        missing: str,
+        available: list[str],
+        top_level: list[str],
+        closest: Sequence[Sequence[str]] = (),
     ) -> None:
         def quoted(names: list[str]) -> str:
             return ", ".join(f'"{name}"' for name in names)
@@ -220,6 +227,9 @@ class SectionNotFoundError(TeamVaultError):
             there = f"Headings there: {quoted(available)}" if available else "It has no subheadings"
             text = f'Section not found: "{missing}" under {" > ".join(found)} in {printable(path)}. {there}. '
             text += f"Top-level headings: {quoted(top_level)}."
+        if closest and top_level:
+            paths = " or ".join(json.dumps(list(names), ensure_ascii=False) for names in closest)
+            text += f" Closest headings, as section: {paths}."
         super().__init__(f"{text} Call note_outline to see the structure.")
 
 

@@ -345,6 +345,56 @@ async def test_a_bullet_whose_first_clause_is_left_out_keeps_the_next_tools_name
     assert "List_tags" not in instructions and "query_notes" not in instructions
 
 
+EDIT_SECTION_SENTENCE = (
+    "edit_section(path, section, content) writes into a section without reading the note: by default at the end of "
+    "the whole section, subsections included (mode=append_body: before its first subheading; mode=prepend: under "
+    "the heading; mode=replace: its body)."
+)
+
+
+def sentences_of(instructions: str) -> list[str]:
+    """The instructions' sentences, bullet by bullet: split after a full stop that a space and a new word follow."""
+    found: list[str] = []
+    for line in instructions.splitlines():
+        found += re.split(r"(?<=\.)\s+(?=[-A-Za-z(])", line.removeprefix("- "))
+    return found
+
+
+def balanced(sentence: str) -> bool:
+    depth = {"(": 0, "[": 0, "{": 0}
+    closing = {")": "(", "]": "[", "}": "{"}
+    for char in sentence.replace("->", ""):
+        if char in depth:
+            depth[char] += 1
+        elif char in closing:
+            depth[closing[char]] -= 1
+            if depth[closing[char]] < 0:
+                return False
+    return not any(depth.values())
+
+
+@pytest.mark.parametrize("config", [{}, {"read_only": True}], ids=["default", "read-only"])
+async def test_every_instruction_sentence_names_registered_tools_and_closes_its_parentheses(
+    tmp_path: Path, config: dict
+) -> None:
+    with LocalVault(tmp_path / "vault") as vault:
+        async with session_on(vault, **config) as session:
+            registered = {tool.name for tool in (await session.client.list_tools()).tools}
+            instructions = session.client.instructions or ""
+    sentences = sentences_of(instructions)
+    assert len(sentences) > 15, sentences
+    for sentence in sentences:
+        assert named_tools(sentence) <= registered, (named_tools(sentence) - registered, sentence)
+        assert balanced(sentence), f"a dangling parenthesis: {sentence!r}"
+        assert sentence.endswith((".", ":")), f"a sentence cut short: {sentence!r}"
+        assert "(mode=prepend or replace" not in sentence, sentence
+    if config.get("read_only"):
+        assert not any("edit_section" in sentence for sentence in sentences), instructions
+    else:
+        assert EDIT_SECTION_SENTENCE in sentences, instructions
+        assert "create=true starts a missing log or daily note." in sentences, instructions
+
+
 # -- the team's own instructions ---------------------------------------------------------------------------
 
 

@@ -229,7 +229,7 @@ async def test_a_missing_section_lists_the_headings_there_as_a_section_read_does
     [
         ({"section": 3}, "must be a tocPath (an array of heading names, [] for the whole note) or a breadcrumb"),
         ({"section": ["A", 1]}, "Item 1 of 'section' must be a string"),
-        ({"mode": "insert"}, "must be one of append, prepend, replace, not 'insert'"),
+        ({"mode": "insert"}, "must be one of append, append_body, prepend, replace, not 'insert'"),
         ({"content": ""}, "content is empty: there is nothing to append"),
         ({"expectedHash": "abc"}, "must be a contentHash"),
     ],
@@ -416,3 +416,101 @@ async def test_the_description_says_exactly_where_append_puts_the_content(plain:
         in description
     )
     assert tools["edit_section"].annotations.destructive_hint and not tools["edit_section"].annotations.idempotent_hint
+
+
+# -- where an append lands, and sections named by one heading name (issue 30) -------------------------------
+
+PLANNING = """# Planning
+
+Goals for the quarter.
+
+## Next steps
+
+- [ ] Ada: draft the plan
+
+### Parking lot
+
+- a rooftop party
+
+## Risks
+
+None yet.
+"""
+
+
+async def test_an_append_that_lands_in_the_last_subsection_says_so_in_the_answer_and_the_dry_run(
+    plain: Session,
+) -> None:
+    plain.seed("plan.md", PLANNING)
+    where = '(after the last line of "### Parking lot"; mode=append_body writes before the first subheading)'
+    call = {"path": "plan.md", "section": ["Planning", "Next steps"], "content": "- [ ] Bob: book the room"}
+    text, is_error = await plain.texts("edit_section", **call, dryRun=True)
+    assert not is_error and f'This would append the content to "Planning > Next steps" {where} in plan.md' in text
+    text = await plain.text_ok("edit_section", **call)
+    assert text.startswith(f'Appended to "Planning > Next steps" {where} in plan.md; its contentHash is now '), text
+    assert "- a rooftop party\n- [ ] Bob: book the room\n\n## Risks" in plain.text("plan.md")
+
+
+async def test_append_body_puts_the_content_before_the_first_subheading_and_says_so(plain: Session) -> None:
+    plain.seed("plan.md", PLANNING)
+    call = {"path": "plan.md", "section": ["Planning", "Next steps"], "content": "- [ ] Bob: book the room"}
+    text = await plain.text_ok("edit_section", **call, mode="append_body", dryRun=True)
+    assert text.startswith(
+        'Dry run: nothing was written. This would append the content to "Planning > Next steps" (before its first '
+        'subheading "### Parking lot") in plan.md, making its contentHash '
+    ), text
+    assert 'mode="append_body"' in text  # the call that applies it keeps the mode
+    text = await plain.text_ok("edit_section", **call, mode="append_body")
+    assert text.startswith(
+        'Appended to "Planning > Next steps" (before its first subheading "### Parking lot") in plan.md; '
+    ), text
+    assert "- [ ] Ada: draft the plan\n- [ ] Bob: book the room\n\n### Parking lot\n\n- a rooftop party\n" in (
+        plain.text("plan.md")
+    )
+    # without a subheading it is append, and says nothing more
+    text = await plain.text_ok(
+        "edit_section", path="plan.md", section="Planning > Risks", content="Rain.", mode="append_body"
+    )
+    assert text.startswith('Appended to "Planning > Risks" in plan.md; its contentHash is now '), text
+    assert plain.text("plan.md").endswith("## Risks\n\nNone yet.\n\nRain.\n")
+
+
+async def test_the_description_of_mode_names_append_body(plain: Session) -> None:
+    tools = {tool.name: tool for tool in (await plain.client.list_tools()).tools}
+    mode = tools["edit_section"].input_schema["properties"]["mode"]
+    assert mode["enum"] == ["append", "append_body", "prepend", "replace"]
+    assert mode["description"] == "append_body: at the end of the section's own text, before its first subheading."
+
+
+@pytest.mark.parametrize("section", ["Next steps", ["Next steps"], "next  STEPS"], ids=["breadcrumb", "list", "loose"])
+async def test_a_heading_name_unique_at_any_depth_names_its_section_and_the_answer_gives_its_path(
+    plain: Session, section: Any
+) -> None:
+    plain.seed("plan.md", PLANNING)
+    text = await plain.text_ok("edit_section", path="plan.md", section=section, content="- [ ] Bob", mode="append_body")
+    assert text.startswith('Appended to "Planning > Next steps" (before its first subheading "### Parking lot") in'), (
+        text
+    )
+    assert "- [ ] Ada: draft the plan\n- [ ] Bob\n" in plain.text("plan.md")
+
+
+async def test_a_heading_name_at_two_depths_or_none_is_refused_with_the_paths_that_match_or_come_closest(
+    plain: Session,
+) -> None:
+    plain.seed("plan.md", PLANNING + "\n# Retro\n\n## Next steps\n\n- more tests\n")
+    text, is_error = await plain.texts("edit_section", path="plan.md", section="Next steps", content="- x")
+    assert is_error and '["Planning", "Next steps"] and ["Retro", "Next steps"]' in text, text
+    text, is_error = await plain.texts("edit_section", path="plan.md", section=["Parking lots"], content="- x")
+    assert is_error, text
+    assert 'Closest headings, as section: ["Planning", "Next steps", "Parking lot"].' in text, text
+    assert plain.text("plan.md") == PLANNING + "\n# Retro\n\n## Next steps\n\n- more tests\n"
+
+
+async def test_read_note_finds_a_section_by_one_heading_name_at_any_depth_as_edit_section_does(plain: Session) -> None:
+    plain.seed("plan.md", PLANNING)
+    assert await plain.read("plan.md", section="Parking lot") == "### Parking lot\n\n- a rooftop party\n\n"
+    assert await plain.read("plan.md", section=["Next steps"]) == (
+        "## Next steps\n\n- [ ] Ada: draft the plan\n\n### Parking lot\n\n- a rooftop party\n\n"
+    )
+    text, is_error = await plain.texts("read_note", path="plan.md", section="Nxt steps")
+    assert is_error and 'Closest headings, as section: ["Planning", "Next steps"].' in text, text

@@ -8,7 +8,7 @@ import pytest
 
 from teamvault_mcp.errors import EditFailedError, ToolInputError
 from teamvault_mcp.text.markdown import SectionNotFound, find_section, parse
-from teamvault_mcp.text.sections import content_lines, create_note_with, edit_section
+from teamvault_mcp.text.sections import content_lines, create_note_with, edit_section, place
 
 MEETING = (
     "---\ndate: 2024-05-02\n---\n# Weekly sync\n\n## Attendees\n- Ann\n- Bob\n\n"
@@ -406,7 +406,7 @@ def test_a_missing_breadcrumb_names_what_exists() -> None:
 
 @pytest.mark.parametrize("mode", ["Append", "insert", ""])
 def test_an_unknown_mode_is_refused(mode: str) -> None:
-    with pytest.raises(ToolInputError, match="mode must be one of append, prepend, replace"):
+    with pytest.raises(ToolInputError, match="mode must be one of append, append_body, prepend, replace"):
         edit_section("# A\n", ["A"], "x", mode)
 
 
@@ -569,3 +569,27 @@ def test_on_generated_notes_content_lands_where_the_mode_says_and_nothing_else_m
                 ends_with_break = note.endswith(("\n", "\r")) if note.strip("\ufeff") else content.endswith("\n")
                 assert result.endswith(("\n", "\r")) == ends_with_break, label
     assert checked > 1000
+
+
+@pytest.mark.parametrize(
+    ("text", "section", "expected", "before"),
+    [
+        ("# A\n\nown\n\n## B\n\nx\n", ["A"], "# A\n\nown\n\n- new\n\n## B\n\nx\n", "## B"),
+        ("# A\n\n## B\n\nx\n", ["A"], "# A\n\n- new\n\n## B\n\nx\n", "## B"),  # no text of its own
+        ("# A\n\n- one\n", ["A"], "# A\n\n- one\n- new\n", ""),  # no subheading: as append
+        ("---\nk: v\n---\n# A\n", [], "---\nk: v\n---\n- new\n\n# A\n", "# A"),  # the whole note: before its first
+    ],
+    ids=["own text", "only subsections", "no subheading", "whole note"],
+)
+def test_append_body_writes_at_the_end_of_the_sections_own_text(
+    text: str, section: list[str], expected: str, before: str
+) -> None:
+    placed = place(text, section, "- new", "append_body")
+    assert (placed.text, placed.before, placed.after) == (expected, before, "")
+
+
+def test_append_says_which_subsection_it_ended_and_append_body_never_lands_in_one() -> None:
+    text = "# A\n\nown\n\n## B\n\nx\n\n### C\n\ny\n"
+    assert place(text, ["A"], "z").after == "### C"
+    assert place(text, ["A", "B", "C"], "z").after == ""  # the end of C's own text
+    assert place("# A\n\nown\n", ["A"], "z").after == ""

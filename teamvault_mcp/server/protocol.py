@@ -83,8 +83,9 @@ WRITE: tuple[Clause, ...] = (
     ((), "A conflict means someone changed the note: read it again."),
     (
         ("edit_section",),
-        "edit_section(path, section, content) adds to a section without reading the note: at its end "
-        "(mode=prepend or replace; create=true starts a missing log or daily note).",
+        "edit_section(path, section, content) writes into a section without reading the note: by default at the "
+        "end of the whole section, subsections included (mode=append_body: before its first subheading; "
+        "mode=prepend: under the heading; mode=replace: its body). create=true starts a missing log or daily note.",
     ),
     (
         ("replace_in_notes",),

@@ -128,7 +128,9 @@ def section_of(path: str, document: Document, toc_path: list[str] | str) -> Head
     except SectionNotFound as missing:
         top_level = _listed([heading.name for heading in document.headings])
         available = _listed(missing.available)
-        raise SectionNotFoundError(path, missing.found, missing.missing, available, top_level) from None
+        raise SectionNotFoundError(
+            path, missing.found, missing.missing, available, top_level, missing.closest
+        ) from None
 
 
 def _listed(names: list[str]) -> list[str]:

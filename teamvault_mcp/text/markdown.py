@@ -12,6 +12,9 @@ pass back: the first ``Notes`` is ``Notes``, the second ``Notes [2]``, and so on
 section is named by its *tocPath*, the names from the top down, either as a list or as
 one breadcrumb string, ``Runbook > Failover`` (:func:`find_breadcrumb`; a title that
 itself holds `` > `` is found too, and a string that could mean two sections is refused).
+A single name that no top-level heading has names the one heading of that name at any
+depth (``Next steps`` for ``Planning > Next steps``); two such headings are refused with
+both tocPaths, none with the closest ones.
 
 A note of more than :data:`MAX_HEADINGS` headings is outlined up to the last line before
 the first heading past that number (``Document.outlined_lines``): beyond it, its lines
@@ -20,6 +23,7 @@ are plain text to the outline. That bounds the time and memory a hostile note ca
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable
@@ -88,13 +92,21 @@ class Document:
 
 
 class SectionNotFound(LookupError):
-    """No heading at ``missing`` under ``found``; ``available`` are the names that exist there."""
+    """No heading at ``missing`` under ``found``; ``available`` are the names that exist there, ``closest`` the
+    tocPaths of the headings anywhere in the note whose names come closest to ``missing``."""
 
-    def __init__(self, found: tuple[str, ...], missing: str, available: list[str]) -> None:
+    def __init__(
+        self,
+        found: tuple[str, ...],
+        missing: str,
+        available: list[str],
+        closest: list[tuple[str, ...]] | None = None,
+    ) -> None:
         super().__init__(missing)
         self.found = found
         self.missing = missing
         self.available = available
+        self.closest = closest or []
 
 
 def split_lines(text: str, piece_chars: int = SPLIT_PIECE_CHARS) -> list[str]:
@@ -139,14 +151,19 @@ def parse(text: str, max_headings: int = MAX_HEADINGS) -> Document:
 
 
 def find_section(document: Document, toc_path: list[str]) -> Heading:
-    """The heading at ``toc_path`` (names from the top, as the outline gives them)."""
+    """The heading at ``toc_path`` (names from the top, as the outline gives them); a single name no top-level
+    heading has, the only heading of that name at any depth (:class:`AmbiguousBreadcrumb` when there are more)."""
     level = document.headings
     found: tuple[str, ...] = ()
     heading: Heading | None = None
     for wanted in toc_path:
         heading = _match(level, wanted)
+        if heading is None and len(toc_path) == 1:
+            heading = _anywhere(document, wanted)
         if heading is None:
-            raise SectionNotFound(found, wanted, [h.name for h in level])
+            listed = {(*found, h.name) for h in level} | {(h.name,) for h in document.headings}
+            closest = [path for path in closest_sections(document, wanted) if path not in listed]
+            raise SectionNotFound(found, wanted, [h.name for h in level], closest)
         found = heading.path
         level = heading.children
     if heading is None:
@@ -214,6 +231,51 @@ def _match(siblings: list[Heading], wanted: str) -> Heading | None:
     key = _loose(wanted)
     loose = [heading for heading in siblings if _loose(heading.name) == key]
     return loose[0] if len(loose) == 1 else None
+
+
+def _anywhere(document: Document, wanted: str) -> Heading | None:
+    """The one heading below the top level named ``wanted`` (by exact name, else ignoring case and spacing)."""
+    every = [heading for heading in all_headings(document.headings) if len(heading.path) > 1]
+    for key in (str, _loose):
+        alike = [heading for heading in every if key(heading.name) == key(wanted)]
+        if len(alike) == 1:
+            return alike[0]
+        if alike:
+            raise AmbiguousBreadcrumb(wanted, [heading.path for heading in alike])
+    return None
+
+
+#: TocPaths suggested for a missing section.
+CLOSEST_SECTIONS = 5
+
+
+def closest_sections(document: Document, wanted: str) -> list[tuple[str, ...]]:
+    """The tocPaths of the headings, at any depth, whose names are ``wanted`` or come closest to it (at most
+    :data:`CLOSEST_SECTIONS`): the same
+    name ignoring case and spacing, then names that hold it, then names spelled alike."""
+    every = all_headings(document.headings)
+    key = _loose(wanted)
+    if not key:
+        return []
+    names = [_loose(heading.name) for heading in every]
+    ranked = [h for h, name in zip(every, names, strict=True) if name == key]
+    ranked += [h for h, name in zip(every, names, strict=True) if name != key and key in name]
+    alike = set(difflib.get_close_matches(key, names, n=CLOSEST_SECTIONS, cutoff=0.6))
+    ranked += [h for h, name in zip(every, names, strict=True) if name in alike]
+    paths: list[tuple[str, ...]] = []
+    for heading in ranked:
+        if heading.path not in paths:
+            paths.append(heading.path)
+    return paths[:CLOSEST_SECTIONS]
+
+
+def all_headings(headings: list[Heading]) -> list[Heading]:
+    """``headings`` and all their subheadings, in the note's order."""
+    found: list[Heading] = []
+    for heading in headings:
+        found.append(heading)
+        found.extend(all_headings(heading.children))
+    return found
 
 
 def _loose(text: str) -> str:

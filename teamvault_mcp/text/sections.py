@@ -9,6 +9,8 @@ its subsections are part of it (as ``read_note(section=…)`` has it).
 - ``append`` (the default): after the section's last non-blank line, subsections included,
   before the blank lines that lead to the next heading of the same or a higher level;
   for the whole note, at its end.
+- ``append_body``: the same, but at the end of the section's own text, before its first
+  subheading (for the whole note, before its first heading); without one, as ``append``.
 - ``prepend``: right after the heading line (after the blank lines that follow it); for the
   whole note, after the front matter, if any, else at the top.
 - ``replace``: everything under the heading, subsections included, replaced; the heading and
@@ -45,20 +47,39 @@ from teamvault_mcp.text.blocks import ATX, SETEXT_UNDERLINE, joins, open_fence
 from teamvault_mcp.text.diff import newline_of
 from teamvault_mcp.text.markdown import Document, Heading, find_section, parse
 
-MODES = ("append", "prepend", "replace")
+MODES = ("append", "append_body", "prepend", "replace")
 BOM = "\ufeff"
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _NAME_SUFFIX = re.compile(r" \[\d+\]$")
 
 
+@dataclass(frozen=True)
+class Placement:
+    """An edit's result and where the content landed, for the answer to say."""
+
+    text: str
+    #: The tocPath of the section written to, as the note names it; () for the whole note.
+    section: tuple[str, ...] = ()
+    #: The subheading whose text the content follows (an append that ends the last subsection), as ``### Title``.
+    after: str = ""
+    #: The first subheading the content went before (append_body), as ``### Title``.
+    before: str = ""
+
+
 def edit_section(text: str, section: Sequence[str] | str, content: str, mode: str = "append") -> str:
     """``text`` with ``content`` put into ``section`` by ``mode`` (see the module docstring).
 
     Raises :class:`SectionNotFound` (markdown.py's, as section reads do) for a missing section,
+    :class:`AmbiguousBreadcrumb` for a single name that two headings below the top level have,
     :class:`ToolInputError` for a bad mode, empty content to add or an ambiguous breadcrumb,
     :class:`EditFailedError` when the content cannot go there without breaking the note.
     """
+    return place(text, section, content, mode).text
+
+
+def place(text: str, section: Sequence[str] | str, content: str, mode: str = "append") -> Placement:
+    """:func:`edit_section`, and where the content landed."""
     if mode not in MODES:
         raise ToolInputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
     new = content_lines(content)
@@ -68,15 +89,25 @@ def edit_section(text: str, section: Sequence[str] | str, content: str, mode: st
             f"content is empty: there is nothing to {mode}. To empty a section, use mode=replace with empty content."
         )
     if text == BOM:  # a byte-order mark and nothing else: an empty note
-        return BOM + edit_section("", section, content, mode)
+        empty = place("", section, content, mode)
+        return Placement(BOM + empty.text, empty.section)
     note = _Note(parse(text))  # as section reads parse it, so that their tocPaths name the same sections
     heading = section_heading(note.document, section)
     if heading is None:
         start, end = note.front_matter_end, len(note.bare)
     else:
         start, end = note.heading_end[heading.start_line - 1] + 1, heading.end_line
+    subheadings = sorted(index for index in note.heading_end if start <= index < end)
+    after = before = ""
     if mode == "append":
         at, until, inserted = note.append(start, end, new)
+        if above := [index for index in subheadings if index < at]:
+            after = note.heading_line(above[-1])
+    elif mode == "append_body":
+        body_end = subheadings[0] if subheadings else end
+        at, until, inserted = note.append(start, body_end, new)
+        if subheadings:
+            before = note.heading_line(body_end)
     elif mode == "prepend":
         at, until, inserted = note.prepend(start, end, new)
     else:
@@ -84,7 +115,7 @@ def edit_section(text: str, section: Sequence[str] | str, content: str, mode: st
     ends_with_break = text.endswith(("\n", "\r")) if text else content.endswith(("\n", "\r"))
     result = _splice(note.document.lines, at, until, inserted, newline_of(text), ends_with_break)
     _check_headings(note.document if not text.startswith(BOM) else parse(text[1:]), result, at, until, new)
-    return result
+    return Placement(result, heading.path if heading else (), after, before)
 
 
 def create_note_with(section: Sequence[str] | str, content: str) -> str:
@@ -173,7 +204,8 @@ class _Note:
             self.bare[0] = self.bare[0].removeprefix(BOM)
         self.front_matter_end = _after_front_matter(self.bare)
         #: For each heading's first line, its last line: the underline of a setext heading.
-        self.heading_end = {h.start_line - 1: self._last_heading_line(h) for h in _flat(self.document.headings)}
+        self.headings = {h.start_line - 1: h for h in _flat(self.document.headings)}
+        self.heading_end = {start: self._last_heading_line(h) for start, h in self.headings.items()}
         self.heading_lines = {i for start, end in self.heading_end.items() for i in range(start, end + 1)}
 
     def _last_heading_line(self, heading: Heading) -> int:
@@ -185,6 +217,11 @@ class _Note:
             if len(line) - len(line.lstrip(" ")) < 4 and SETEXT_UNDERLINE.match(line.lstrip(" ")):
                 return index
         return start  # not reached: markdown.py found an underline
+
+    def heading_line(self, index: int) -> str:
+        """The heading starting at line ``index``, written as an ATX heading: ``### Title``."""
+        heading = self.headings[index]
+        return f"{'#' * heading.level} {heading.title}"
 
     @cached_property
     def blank_around_headings(self) -> tuple[bool, bool]:

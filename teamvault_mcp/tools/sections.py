@@ -18,7 +18,7 @@ from teamvault_mcp.errors import EditFailedError, HTTPStatusError, NoteNotFoundE
 from teamvault_mcp.text import sections
 from teamvault_mcp.text.diff import hunks_only, unified_diff
 from teamvault_mcp.text.excerpts import section_of
-from teamvault_mcp.text.markdown import SectionNotFound, parse
+from teamvault_mcp.text.markdown import AmbiguousBreadcrumb, SectionNotFound, parse
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
@@ -52,25 +52,29 @@ def _edit(ctx: ToolContext, project_id: str, note: Note, args: Mapping[str, Any]
     )
     text = note.editable_text("a section")
     try:
-        changed = sections.edit_section(text, section, content, mode)
+        placed = sections.place(text, section, content, mode)
     except SectionNotFound as missing:  # named as section reads name it: the headings that are there
         section_of(note.path, parse(text), [*missing.found, missing.missing])
+        raise
+    except AmbiguousBreadcrumb as ambiguous:  # one name that headings at two depths have: as a section read says
+        section_of(note.path, parse(text), [ambiguous.text])
         raise
     output = rewrite(
         ctx,
         project_id,
         note,
-        changed,
+        placed.text,
         dry_run=dry_run,
         edits="these lines",
-        done=_done(mode, section),
+        done=_done(mode, section, placed),
         change=lambda theirs: _again(theirs, section, content, mode),
         expected=expected,
     )
     result = output.structured or {}
     if dry_run and result.get("changed"):
+        would = _done(mode, section, placed, would=True)
         result["summary"] = (
-            f"Dry run: nothing was written. {_done(mode, section, would=True)} {note.path}, making its contentHash "
+            f"Dry run: nothing was written. {would} {note.path}, making its contentHash "
             f"{short_hash(result['contentHash'])} (it is {short_hash(result['previousHash'])} now)."
         )
         result["applyWith"] = _call(args, expectedHash=short_hash(result["previousHash"]))
@@ -90,6 +94,9 @@ def _again(text: str, section: Sequence[str] | str, content: str, mode: str) -> 
         raise EditFailedError(f"the section {_named(section)} is not in their text (renamed or removed).") from None
     except ToolInputError as error:  # their text repeats a title the breadcrumb names
         raise EditFailedError(str(error)) from None
+    except AmbiguousBreadcrumb as ambiguous:
+        paths = " and ".join(json.dumps(list(path), ensure_ascii=False) for path in ambiguous.paths[:5])
+        raise EditFailedError(f'in their text, "{ambiguous.text}" names more than one section: {paths}.') from None
 
 
 def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolOutput:
@@ -145,22 +152,38 @@ def _named(section: Sequence[str] | str) -> str:
     return f'"{" > ".join(names)}"' if names else "the whole note"
 
 
-def _done(mode: str, section: Sequence[str] | str, *, would: bool = False) -> str:
-    """What the edit did (or would do), before the note's path: ``Appended to "A > B" in``."""
+def _done(mode: str, section: Sequence[str] | str, placed: sections.Placement, *, would: bool = False) -> str:
+    """What the edit did (or would do), before the note's path: ``Appended to "A > B" in``, saying where in the
+    section when that is inside a subsection or before one: ``Appended to "A > B" (after the last line of
+    "### C"; …) in``."""
     named = _named(section)
+    given = [name for name in (section.split(" > ") if isinstance(section, str) else section) if name.strip()]
+    if placed.section and len(placed.section) != len(given):
+        named = _named(list(placed.section))  # one name found below the top level: its full path
     if named == "the whole note":
         done, do = {
             "append": ("Appended to the end of", "append the content to the end of"),
+            "append_body": ("Appended to the end of", "append the content to the end of"),
             "prepend": ("Added at the top of", "add the content at the top of"),
             "replace": ("Replaced the text of", "replace the text of"),
         }[mode]
-    else:
-        done, do = {
-            "append": (f"Appended to {named} in", f"append the content to {named} in"),
-            "prepend": (f"Added under the heading {named} in", f"add the content under the heading {named} in"),
-            "replace": (f"Replaced the body of {named} in", f"replace the body of {named} in"),
-        }[mode]
-    return f"This would {do}" if would else done
+        if mode == "append_body" and placed.before:
+            done, do = (
+                f'{verb} before its first heading "{placed.before}" of' for verb in ("Added", "add the content")
+            )
+        return f"This would {do}" if would else done
+    done, do = {
+        "append": ("Appended to", "append the content to"),
+        "append_body": ("Appended to", "append the content to"),
+        "prepend": ("Added under the heading", "add the content under the heading"),
+        "replace": ("Replaced the body of", "replace the body of"),
+    }[mode]
+    where = ""
+    if placed.after:
+        where = f' (after the last line of "{placed.after}"; mode=append_body writes before the first subheading)'
+    elif placed.before:
+        where = f' (before its first subheading "{placed.before}")'
+    return f"This would {do} {named}{where} in" if would else f"{done} {named}{where} in"
 
 
 def _call(args: Mapping[str, Any], **changes: Any) -> str:
@@ -194,7 +217,13 @@ TOOLS: tuple[Tool, ...] = (
             Param("path", "The note."),
             Param("section", "tocPath; [] = whole note.", kind="section"),
             Param("content", "Markdown.", kind="note_text"),
-            Param("mode", "", kind="choice", required=False, choices=sections.MODES),
+            Param(
+                "mode",
+                "append_body: at the end of the section's own text, before its first subheading.",
+                kind="choice",
+                required=False,
+                choices=sections.MODES,
+            ),
             Param("expectedHash", "Write only if unchanged since.", kind="hash", required=False),
             Param("dryRun", "Diff only.", kind="flag", required=False),
             Param("create", "Make a missing note.", kind="flag", required=False),
