@@ -704,7 +704,7 @@ class OverdueError(TeamVaultError):
 
     def __init__(self, tool: str, budget: float) -> None:
         super().__init__(
-            f"Out of time: {tool} was still working when this call's {budget:g} s budget was about to run out (a "
+            f"Out of time: {tool} was still working when this call's {budget:g} s budget ran out (a "
             "note too large or too complex for it, or a very slow server), so it was stopped and this answer sent "
             "without its result. Ask for less (a section, a line range, fewer notes), or try again."
         )

@@ -41,7 +41,7 @@ from teamvault_mcp.errors import (
     WriteScopeError,
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
-from teamvault_mcp.server.threads import LATE_GRACE, CallThreads
+from teamvault_mcp.server.threads import CallThreads
 from teamvault_mcp.text.noteindex import NoteIndex
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
@@ -72,9 +72,6 @@ SCHEMA_LOAD_GRACE = 2.0
 #: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
 CANCEL_GRACE = 10.0
 
-#: A call is answered this many seconds before its budget ends even when its work has not returned (tools plan
-#: to answer a second before it: ANSWER_SECONDS).
-OVERDUE_RESERVE = 0.1
 
 #: Tool calls running at once, each in a thread of ``threads.CallThreads`` (anyio's pool of 40 is left to the rest).
 MAX_CONCURRENT_CALLS = 8
@@ -482,10 +479,10 @@ class ToolRunner:
         After a cancel the thread is not abandoned: the slot and this task both last exactly as
         long as the work does, which then is a few milliseconds. (Waiting for a slot and for the
         work is cancellable, so the cancel reaches the token without a watcher task per call.)
-        Work still running :data:`OVERDUE_RESERVE` + :data:`LATE_GRACE` seconds before the budget
-        ends is stopped (``watch.overdue`` says why), and answered with ``late()`` if it does not
-        stop at once: every call is answered within its budget, whatever its work does (a
-        CPU-bound step the token cannot reach runs on).
+        Work still running when the budget ends is stopped (``watch.overdue`` says why), and
+        answered with ``late()`` if it has not stopped ``threads.LATE_GRACE`` seconds later: every
+        call is answered by then, whatever its work does (a CPU-bound step the token cannot
+        reach runs on). Tools plan to answer a second before the budget ends; this is the backstop.
         """
 
         def stop() -> None:
@@ -506,7 +503,7 @@ class ToolRunner:
         slots = self._slots[1]
         if slots.locked():  # waiting here is cancellable (a queued call never starts) and bounded by the budget
             try:
-                await asyncio.wait_for(slots.acquire(), max(budget.remaining() - OVERDUE_RESERVE, 0.0))
+                await asyncio.wait_for(slots.acquire(), max(budget.remaining(), 0.0))
             except TimeoutError:
                 return failure(NoWorkerError(MAX_CONCURRENT_CALLS, budget.seconds), write_sent=False)
         else:
@@ -516,7 +513,7 @@ class ToolRunner:
                 work,
                 on_cancel=token.cancel,
                 grace=CANCEL_GRACE,
-                limit=budget.remaining() - OVERDUE_RESERVE - LATE_GRACE,
+                limit=budget.remaining(),
                 on_late=stop,
                 late=answer_late,
                 ended_late=slots.release,
