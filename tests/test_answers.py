@@ -337,6 +337,39 @@ async def test_instructions_and_descriptions_name_only_registered_tools(tmp_path
         assert not registered & {"edit_note", "update_frontmatter", "restore_note_version", "write_note"}
 
 
+async def test_a_write_tool_on_a_read_only_server_is_said_to_be_not_offered_not_unknown(tmp_path: Path) -> None:
+    async with open_session(tmp_path, read_only=True) as session:
+        text, is_error = await session.texts("write_note", path="a.md", content="x")
+        instructions = session.client.instructions or ""
+        assert session.writes_sent() == []
+    assert is_error
+    assert text.startswith(
+        "write_note is not offered: this server is read-only (TEAM_VAULT_READ_ONLY), so it has no write tools "
+        "and nothing can be changed through it. Available tools: whoami, "
+    ), text
+    assert "Unknown tool" not in text and "delete_note" not in text
+    assert "expectedHash" not in instructions, instructions
+
+
+async def test_a_tool_left_out_by_team_vault_tools_is_said_to_be_left_out(tmp_path: Path) -> None:
+    async with open_session(tmp_path, tools_named=frozenset({"read_note", "search_notes"})) as session:
+        text, is_error = await session.texts("edit_note", path="a.md", edits=[])
+        dropped, _ = await session.texts("whoami")
+    assert is_error and text == (
+        "edit_note is not offered: TEAM_VAULT_TOOLS left it out of this server's tools. "
+        "Available tools: search_notes, read_note."
+    ), text
+    assert dropped.startswith("whoami is not offered: TEAM_VAULT_TOOLS left it out"), dropped
+
+
+async def test_an_unknown_tool_stays_unknown_and_names_the_closest_offered_one(tmp_path: Path) -> None:
+    async with open_session(tmp_path, read_only=True) as session:
+        misspelt, misspelt_error = await session.texts("red_note", path="a.md")
+        unknown, unknown_error = await session.texts("no_such_tool")
+    assert misspelt_error and misspelt.startswith("Unknown tool: red_note (did you mean read_note?). Available tools: ")
+    assert unknown_error and unknown.startswith("Unknown tool: no_such_tool. Available tools: whoami, "), unknown
+
+
 async def test_a_bullet_whose_first_clause_is_left_out_keeps_the_next_tools_name_as_spelled(tmp_path: Path) -> None:
     with LocalVault(tmp_path / "vault") as vault:
         async with session_on(vault, tools_dropped=frozenset({"query_notes"})) as session:
