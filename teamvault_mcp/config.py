@@ -9,7 +9,6 @@ as every variable the program reads is validated here, side by side.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -352,7 +351,7 @@ def _tools(
         return None, frozenset()
     # Only now: the tool table takes a fifth of a second to import, and serve opens its connections ahead
     # right after the configuration is read.
-    from teamvault_mcp.tools.table import SCHEMA_TOOLS, TOOLS
+    from teamvault_mcp.tools.table import SCHEMA_TOOLS, TOOLS, closest_name
 
     writes = {tool.name for tool in TOOLS if tool.writes}
     needs_schemas = {tool.name for tool in TOOLS if tool.needs_schemas}
@@ -377,8 +376,8 @@ def _tools(
     if unknown:
         hints = []
         for item in unknown:
-            close = difflib.get_close_matches(item.lstrip("-"), known, n=1)
-            hints.append(f"{item} (did you mean {close[0]}?)" if close else item)
+            close = closest_name(item.lstrip("-"), known)
+            hints.append(f"{item} (did you mean {close}?)" if close else item)
         problems.append(f"{name} names tools this server does not have: {', '.join(hints)}. Tools: {', '.join(known)}.")
     if named and named <= dropped:
         problems.append(f"{name}={raw.strip()!r} leaves no tool at all.")

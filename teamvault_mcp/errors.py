@@ -620,9 +620,11 @@ class ConflictError(TeamVaultError):
                 f"Conflict: {printable(path)} has changed since you read it: you expected contentHash "
                 f"{short_hash(expected)}, it is now {short_hash(current)}. Nothing was written."
             )
-            if diff:
-                text += f" What changed since the version you saw:\n{diff}\n"
-            text += " Read the note again, then redo your change on its current text."
+            redo = "Read the note again, then redo your change on its current text."
+            if diff:  # the instruction after the diff, on a line of its own (never read as a context line)
+                text += f" What changed since the version you saw:\n{diff.rstrip(chr(10))}\n{redo}"
+            else:
+                text += f" {redo}"
         super().__init__(text)
         self.path = path
         self.expected = expected

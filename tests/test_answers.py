@@ -211,6 +211,60 @@ async def test_a_plain_read_above_the_limit_is_cut_with_the_call_that_reads_on(t
         assert await session.read("big.md") == long
 
 
+READ_ON = re.compile(r'Read on with: read_note\(path="big\.md", startLine=(\d+), endLine=(\d+)\)([^\]]*)\]$')
+
+
+async def test_a_cut_read_reads_on_with_a_range_that_fits_under_the_servers_limit(tmp_path: Path) -> None:
+    lines = [f"Line {n} of a long note.\n" for n in range(10_000)]  # ~250,000 characters
+    async with open_session(tmp_path) as session:
+        session.seed("big.md", "".join(lines))
+        first = await session.text_ok("read_note", path="big.md")
+        found = READ_ON.search(first)
+        assert found is not None, first[-300:]
+        start, end = int(found[1]), int(found[2])
+        assert found[3].startswith(" (as much as one read returns; the part asked for goes on to line 10000)"), found[0]
+        text = await session.text_ok("read_note", path="big.md", startLine=start, endLine=end)
+    body = text.partition("\n")[2]
+    assert "[Cut" not in text and len(body) <= 50_000, text[-300:]
+    assert body == "".join(lines[start - 1 : end]) and len(body) + len(lines[end]) > 50_000  # as much as fits
+    assert first.partition("\n")[2].startswith("".join(lines[: start - 1]))
+
+
+async def test_a_part_read_without_max_chars_is_cut_at_the_servers_limit_and_says_so(tmp_path: Path) -> None:
+    long = "# Log\n" + "".join(f"Entry {n} of the log.\n" for n in range(200))  # ~4,300 characters
+    async with open_session(tmp_path, max_read_chars=1_000) as session:
+        session.seed("log.md", long)
+        text = await session.text_ok("read_note", path="log.md", section=["Log"])
+    assert "Cut at maxChars" not in text
+    assert "\n\n[Cut at 1,000 characters, this server's limit for one read (TEAM_VAULT_MAX_READ_CHARS): " in text
+
+
+async def test_a_max_chars_above_the_servers_limit_is_capped_and_the_answer_says_so(tmp_path: Path) -> None:
+    long = "".join(f"Entry {n} of the log.\n" for n in range(200))
+    async with open_session(tmp_path, max_read_chars=1_000) as session:
+        session.seed("log.md", long)
+        text = await session.text_ok("read_note", path="log.md", maxChars=3_000)
+        batch = await session.text_ok("read_notes", paths=["log.md"], maxChars=3_000)
+    body, _, notice = text.partition("\n")[2].partition("\n\n[")
+    assert len(body) <= 1_000 and long.startswith(body)
+    assert notice.startswith(
+        "Cut at 1,000 characters, this server's limit for one read (TEAM_VAULT_MAX_READ_CHARS), which caps the "
+        "maxChars=3,000 asked for: this is lines 1–"
+    ), notice
+    assert "which caps the maxChars=3,000 asked for" in batch and len(batch) < 1_400, batch
+
+
+async def test_a_line_longer_than_the_servers_limit_does_not_ask_for_a_larger_max_chars(tmp_path: Path) -> None:
+    async with open_session(tmp_path, max_read_chars=1_000) as session:
+        session.seed("wide.md", "x" * 5_000 + "\nnext\n")
+        text = await session.text_ok("read_note", path="wide.md", maxChars=9_000)
+    assert "larger maxChars" not in text
+    assert text.endswith(
+        "only its first 1,000 characters are shown, and no read shows more of it. "
+        'Read on after it with: read_note(path="wide.md", startLine=2, endLine=2).]'
+    ), text[-400:]
+
+
 def test_max_read_chars_is_read_from_the_environment_and_checked() -> None:
     base = {"TEAM_VAULT_URL": "https://vault.example.com", "TEAM_VAULT_API_KEY": "osync_x"}
     assert load_config(base).max_read_chars == 50_000
@@ -335,6 +389,39 @@ async def test_instructions_and_descriptions_name_only_registered_tools(tmp_path
         assert named_tools(text) <= registered, (named_tools(text) - registered, text)
     if config.get("read_only"):
         assert not registered & {"edit_note", "update_frontmatter", "restore_note_version", "write_note"}
+
+
+async def test_a_write_tool_on_a_read_only_server_is_said_to_be_not_offered_not_unknown(tmp_path: Path) -> None:
+    async with open_session(tmp_path, read_only=True) as session:
+        text, is_error = await session.texts("write_note", path="a.md", content="x")
+        instructions = session.client.instructions or ""
+        assert session.writes_sent() == []
+    assert is_error
+    assert text.startswith(
+        "write_note is not offered: this server is read-only (TEAM_VAULT_READ_ONLY), so it has no write tools "
+        "and nothing can be changed through it. Available tools: whoami, "
+    ), text
+    assert "Unknown tool" not in text and "delete_note" not in text
+    assert "expectedHash" not in instructions, instructions
+
+
+async def test_a_tool_left_out_by_team_vault_tools_is_said_to_be_left_out(tmp_path: Path) -> None:
+    async with open_session(tmp_path, tools_named=frozenset({"read_note", "search_notes"})) as session:
+        text, is_error = await session.texts("edit_note", path="a.md", edits=[])
+        dropped, _ = await session.texts("whoami")
+    assert is_error and text == (
+        "edit_note is not offered: TEAM_VAULT_TOOLS left it out of this server's tools. "
+        "Available tools: search_notes, read_note."
+    ), text
+    assert dropped.startswith("whoami is not offered: TEAM_VAULT_TOOLS left it out"), dropped
+
+
+async def test_an_unknown_tool_stays_unknown_and_names_the_closest_offered_one(tmp_path: Path) -> None:
+    async with open_session(tmp_path, read_only=True) as session:
+        misspelt, misspelt_error = await session.texts("red_note", path="a.md")
+        unknown, unknown_error = await session.texts("no_such_tool")
+    assert misspelt_error and misspelt.startswith("Unknown tool: red_note (did you mean read_note?). Available tools: ")
+    assert unknown_error and unknown.startswith("Unknown tool: no_such_tool. Available tools: whoami, "), unknown
 
 
 async def test_a_bullet_whose_first_clause_is_left_out_keeps_the_next_tools_name_as_spelled(tmp_path: Path) -> None:

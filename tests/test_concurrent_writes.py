@@ -72,6 +72,19 @@ async def test_an_edit_is_made_again_on_top_of_a_colleagues_write_that_slipped_i
         assert history(session, "tasks.md")[-3:] == [THEIRS.encode(), ours_on_base, both.encode()]
 
 
+async def test_a_rebase_conflicts_instruction_follows_its_diff_on_a_line_of_its_own(tmp_path: Path) -> None:
+    # Without conditional writes ours is written and then put back: that conflict shows their version against ours.
+    async with open_session(tmp_path, vault_options={"conditional_writes": False}) as session:
+        await session.ok_text("write_note", path="tasks.md", content=NOTE)
+        colleague_writes_before_our_put(session, "tasks.md", NOTE.replace("call Kuzma", "call Pozharsky"))
+        edit = {"oldText": "call Kuzma", "newText": "call Minin"}
+        text, is_error = await session.texts("edit_note", path="tasks.md", edits=[edit])
+    assert is_error and "Their version against yours:\n" in text, text
+    diff = text.split("Their version against yours:\n", 1)[1]
+    assert diff.endswith("\n+- [ ] call Minin\n - [ ] send the report\nRead the note again and redo your change."), diff
+    assert all(line[:1] in "-+@ …" for line in diff.splitlines()[:-1]), diff  # nothing but the diff before it
+
+
 async def test_front_matter_updates_are_made_again_on_a_colleagues_write(session: Session) -> None:
     await session.ok("write_note", path="p.md", content="---\nstatus: draft\n---\nBody\n")
     colleague_writes_before_our_put(session, "p.md", "---\nstatus: draft\n---\nBody, and more\n")

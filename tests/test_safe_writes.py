@@ -125,6 +125,20 @@ async def test_a_stale_hash_refuses_every_write_and_shows_what_changed(session: 
     assert session.operations() == before
 
 
+async def test_a_conflicts_instruction_follows_its_diff_on_a_line_of_its_own(session: Session) -> None:
+    await session.ok("write_note", path="tasks.md", content=NOTE)
+    seen = (await session.ok("read_note", path="tasks.md"))["contentHash"]
+    session.colleague_writes("tasks.md", NOTE.replace("send the report", "send the report today").encode())
+    edit = {"oldText": "call Kuzma", "newText": "call Minin"}
+    text, is_error = await session.texts("edit_note", path="tasks.md", expectedHash=seen[:12], edits=[edit])
+    assert is_error
+    assert text.endswith(
+        "\n-- [ ] send the report\n+- [ ] send the report today\n"
+        "Read the note again, then redo your change on its current text."
+    ), text
+    assert not any(line.startswith(" Read the note") for line in text.splitlines())
+
+
 async def test_the_right_hash_lets_the_write_through(session: Session) -> None:
     await session.ok("write_note", path="tasks.md", content=NOTE)
     result = await session.ok("write_note", path="tasks.md", content="new\n", expectedHash=digest(NOTE).upper())

@@ -129,7 +129,7 @@ async def test_read_only_mode_does_not_register_write_tools(clock: FakeClock) ->
         result = await client.call_tool("write_note", {"path": "a.md", "content": "x"})
     assert names == READ_TOOLS
     assert result.is_error
-    assert "Unknown tool: write_note" in result.content[0].text
+    assert "write_note is not offered: this server is read-only (TEAM_VAULT_READ_ONLY)" in result.content[0].text
 
 
 # -- the tools -------------------------------------------------------------------------------------

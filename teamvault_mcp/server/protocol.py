@@ -55,6 +55,8 @@ FIND: tuple[Clause, ...] = (
     (("search_notes",), "- Find: search_notes(query) for what notes say."),
     (("find_notes",), "find_notes(query) finds a note whose name you roughly know."),
 )
+#: Said only where a write tool is registered: a read-only server takes no expectedHash.
+HASHES: Clause = ((), "Reads give the note's contentHash: the 12 hex digits a text shows are what expectedHash takes.")
 READ: tuple[Clause, ...] = (
     (("list_notes",), "- Read frugally: list_notes(prefix='people/', depth=1) shows a folder without its subtree."),
     (("note_outline",), "note_outline(path) gives a note's headings, note_outline(path, tocPath=...) one level down."),
@@ -64,11 +66,8 @@ READ: tuple[Clause, ...] = (
         "a tocPath being a list of headings or one string 'Runbook > Failover'.",
     ),
     (("read_notes",), "read_notes(paths=[...]) reads several notes at once."),
-    (
-        (),
-        "Anything cut says so and gives the call that reads on. Reads give the note's contentHash: the 12 hex digits "
-        "a text shows are what expectedHash takes.",
-    ),
+    ((), "Anything cut says so and gives the call that reads on."),
+    HASHES,
     (("read_note",), "read_note's first line, [contentHash: …], is not part of the note."),
 )
 WRITE: tuple[Clause, ...] = (
@@ -136,7 +135,7 @@ def instructions_for(config: Config, tools: ToolSet, team_note: TeamNote | None 
         PATHS,
         _projects(config, tools),
         FIND,
-        READ,
+        READ if writes else tuple(clause for clause in READ if clause is not HASHES),
         WRITE if writes else (),
         PROPERTIES,
         STRUCTURE,

@@ -52,7 +52,7 @@ from teamvault_mcp.tools.gathering import warm_up
 from teamvault_mcp.tools.note_locks import LOCK_RESERVE, NoteLocks
 from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
-from teamvault_mcp.tools.table import tools_for
+from teamvault_mcp.tools.table import not_offered, tools_for
 from teamvault_mcp.vault.ahead import CONNECTIONS_AHEAD, ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
@@ -293,7 +293,8 @@ class ToolRunner:
         await self.schemas_ready()
         tool = self.tools.get(name)
         if tool is None:
-            return error_output(f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}.")
+            schemas = self.schemas.current.schemas if self.schemas is not None else None
+            return error_output(not_offered(name, list(self.tools), self.config.read_only, schemas))
         try:
             _check_nesting(arguments or {})
             args = tool.check_arguments(arguments)

@@ -46,6 +46,11 @@ class Excerpt:
     limit_name: str = ""
     #: Said at the end of the notice: another way to read on (``note_outline`` for a whole note).
     also: str = ""
+    #: The last line of the call that reads on: as far after ``end_line`` as that call may return (0: not
+    #: computed, the rest asked for).
+    read_on_end: int = 0
+    #: Whether a larger maxChars shows more (not when the limit is the server's, which caps maxChars).
+    raisable: bool = True
 
     @property
     def truncated(self) -> bool:
@@ -54,16 +59,34 @@ class Excerpt:
     def notice(self) -> str:
         limit = self.limit_name or f"maxChars={self.max_chars:,}"
         also = f" {self.also}" if self.also else ""
-        if self.partial_line:
+        if self.partial_line and self.raisable:
             return (
                 f"[Cut: line {self.start_line} alone is longer than {limit}; only its first "
                 f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.{also}]"
             )
+        if self.partial_line:
+            after = f" Read on after it with: {self.read_on_call()}." if self.end_line < self.wanted_end else ""
+            return (
+                f"[Cut: line {self.start_line} alone is longer than {limit}; only its first "
+                f"{self.max_chars:,} characters are shown, and no read shows more of it.{after}{also}]"
+            )
         return (
             f"[Cut at {limit}: this is lines {self.start_line}–{self.end_line} of the "
-            f"{self.start_line}–{self.wanted_end} asked for. Read on with: read_note(path={json.dumps(self.path)}, "
-            f"startLine={self.end_line + 1}, endLine={self.wanted_end}){also}]"
+            f"{self.start_line}–{self.wanted_end} asked for. Read on with: {self.read_on_call()}{also}]"
         )
+
+    @property
+    def next_end(self) -> int:
+        """The last line of the call that reads on."""
+        return self.read_on_end or self.wanted_end
+
+    def read_on_call(self) -> str:
+        """The call that reads the next part that fits in one read, and where the part asked for ends when that
+        is further on."""
+        call = f"read_note(path={json.dumps(self.path)}, startLine={self.end_line + 1}, endLine={self.next_end})"
+        if self.next_end < self.wanted_end:
+            call += f" (as much as one read returns; the part asked for goes on to line {self.wanted_end})"
+        return call
 
     def text_with_notice(self) -> str:
         if not self.truncated:
@@ -84,14 +107,15 @@ class Excerpt:
             result["section"] = list(self.section)
         if self.truncated:
             result["notice"] = self.notice()
-        if self.truncated and not self.partial_line:
-            result["next"] = {"startLine": self.end_line + 1, "endLine": self.wanted_end}
+        if self.truncated and self.end_line < self.wanted_end and not (self.partial_line and self.raisable):
+            result["next"] = {"startLine": self.end_line + 1, "endLine": self.next_end}
         return result
 
 
 def excerpt_of(path: str, text: str, args: Mapping[str, Any], *, default_chars: int = DEFAULT_EXCERPT_CHARS) -> Excerpt:
     """The part of ``text`` that ``section``, ``startLine``/``endLine`` and ``maxChars`` select (at most
-    ``default_chars`` characters without ``maxChars``)."""
+    ``default_chars`` characters without ``maxChars``). A cut's call that reads on has no maxChars: the lines
+    it names fit in ``default_chars``."""
     section = args.get("section")
     has_lines = "startLine" in args or "endLine" in args
     if section is not None and has_lines:
@@ -102,7 +126,9 @@ def excerpt_of(path: str, text: str, args: Mapping[str, Any], *, default_chars: 
         if not section or (isinstance(section, str) and not section.strip()):
             raise ToolInputError("Argument 'section' must name at least one heading, e.g. [\"Chapter 1\"].")
         heading = section_of(path, document, section)
-        return _cut(path, document.lines, heading.start_line, heading.end_line, max_chars, heading.path)
+        return _cut(
+            path, document.lines, heading.start_line, heading.end_line, (max_chars, default_chars), heading.path
+        )
     lines = split_lines(text)
     first = args.get("startLine", 1)
     last = args.get("endLine", max(len(lines), first))
@@ -110,7 +136,7 @@ def excerpt_of(path: str, text: str, args: Mapping[str, Any], *, default_chars: 
         raise ToolInputError(f"endLine ({last}) is before startLine ({first}).")
     if first > len(lines) and lines:
         raise ToolInputError(f"startLine {first} is past the end: {path} has {len(lines)} lines.")
-    return _cut(path, lines, first, min(last, len(lines)), max_chars, ())
+    return _cut(path, lines, first, min(last, len(lines)), (max_chars, default_chars), ())
 
 
 def section_of(path: str, document: Document, toc_path: list[str] | str) -> Heading:
@@ -140,14 +166,33 @@ def _listed(names: list[str]) -> list[str]:
     return [*names[: LISTED_NAMES - 1], f"… {len(names) - LISTED_NAMES + 1:,} more"]
 
 
-def _cut(path: str, lines: list[str], first: int, last: int, max_chars: int, section: tuple[str, ...]) -> Excerpt:
-    shown: list[str] = []
+def _cut(
+    path: str, lines: list[str], first: int, last: int, limits: tuple[int, int], section: tuple[str, ...]
+) -> Excerpt:
+    """Lines ``first``..``last``, as many as fit in the first limit; the call that reads on gets the second."""
+    max_chars, read_on_chars = limits
+    if first <= last and len(lines[first - 1]) > max_chars:  # the first line alone is too long: show its start
+        read_on = _read_on_end(lines, first, last, read_on_chars)
+        start = lines[first - 1][:max_chars]
+        return Excerpt(path, start, first, first, last, len(lines), max_chars, section, True, read_on_end=read_on)
+    end = _fitting_end(lines, first, last, max_chars)
+    text = "".join(lines[first - 1 : end])
+    read_on = _read_on_end(lines, end, last, read_on_chars)
+    return Excerpt(path, text, first, end, last, len(lines), max_chars, section, read_on_end=read_on)
+
+
+def _read_on_end(lines: list[str], shown_end: int, last: int, max_chars: int) -> int:
+    """The last line of the call that reads on after ``shown_end``: its text fits in ``max_chars`` (a single line
+    that does not is shown in part, and says so)."""
+    return min(last, max(shown_end + 1, _fitting_end(lines, shown_end + 1, last, max_chars)))
+
+
+def _fitting_end(lines: list[str], first: int, last: int, max_chars: int) -> int:
+    """The last line from ``first`` on (at most ``last``) whose lines together fit in ``max_chars``; ``first - 1``
+    when even line ``first`` does not, and ``last`` when ``first`` is past it."""
     used = 0
-    for line in lines[first - 1 : last]:
-        if used + len(line) > max_chars:
-            break
-        shown.append(line)
-        used += len(line)
-    if not shown and first <= last:  # the first line alone is too long: show its start
-        return Excerpt(path, lines[first - 1][:max_chars], first, first, last, len(lines), max_chars, section, True)
-    return Excerpt(path, "".join(shown), first, first + len(shown) - 1, last, len(lines), max_chars, section)
+    for number in range(first, last + 1):
+        used += len(lines[number - 1])
+        if used > max_chars:
+            return number - 1
+    return last

@@ -269,8 +269,8 @@ def _write(
             raise ChangedMeanwhileError(
                 f"Conflict: {path} was changed by {describe(theirs)} while this call was writing, and the change "
                 f"could not be made again on top of theirs. {where}; your version stays in the history as "
-                f"{describe(check.ours)}. Nothing of theirs is lost. Read the note again and redo your change. "
-                f"Their version against yours:\n{diff}"
+                f"{describe(check.ours)}. Nothing of theirs is lost. Their version against yours:\n"
+                f"{diff.rstrip(chr(10))}\nRead the note again and redo your change."
             )
         outcome.rebase_onto(theirs)
         built_on = theirs_data if head.hash in own else head.data

@@ -5,7 +5,7 @@ with ``depth`` and pages, ``note_outline`` (``outline.py``) one heading level at
 time, then ``read_note`` of one section or a range of lines (``text/excerpts.py`` cuts
 them). Whatever is cut or summarised says so in the text itself, with the exact call
 that gets the rest; no read returns more than the server's limit for one read
-(TEAM_VAULT_MAX_READ_CHARS) unless ``maxChars`` asks for more.
+(TEAM_VAULT_MAX_READ_CHARS), which caps ``maxChars`` too.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def read_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             return ToolOutput(header + note.text, whole)
         excerpt = _plain_cut(ctx, note.path, note.text, limit)
     else:
-        excerpt = excerpt_of(note.path, note.text, args, default_chars=limit or DEFAULT_EXCERPT_CHARS)
+        excerpt = _part(note.path, note.text, args, limit)
     structured = {**excerpt.as_json(), "contentHash": note.content_hash, "text": excerpt.text}
     return ToolOutput(header + excerpt.text_with_notice(), structured)
 
@@ -69,13 +69,31 @@ PART_ARGUMENTS = ("section", "startLine", "endLine", "maxChars")
 
 def _plain_cut(ctx: ToolContext, path: str, text: str, limit: int) -> Excerpt:
     """A plain read cut at the server's limit, with the call that reads on (and the outline, to pick a part)."""
-    excerpt = excerpt_of(path, text, {"maxChars": limit})
+    excerpt = excerpt_of(path, text, {"maxChars": limit}, default_chars=ctx.tools.max_read_chars)
     outline = f"or pick a part with note_outline(path={json.dumps(path, ensure_ascii=False)})."
     return dataclasses.replace(
         excerpt,
-        limit_name=f"{limit:,} characters, this server's limit for one read (TEAM_VAULT_MAX_READ_CHARS)",
+        limit_name=_server_limit(limit),
         also=outline if ctx.tools.has("note_outline") else "",
+        raisable=limit < ctx.tools.max_read_chars,  # a batch's share of the limit; read alone, a note gets it all
     )
+
+
+def _part(path: str, text: str, args: Mapping[str, Any], limit: int) -> Excerpt:
+    """The part of a note ``args`` asks for, at most the server's limit for one read (0: none): a larger
+    ``maxChars`` is capped at it, and a cut says which limit it was."""
+    asked = args.get("maxChars")
+    if not limit:
+        return excerpt_of(path, text, args, default_chars=DEFAULT_EXCERPT_CHARS)
+    if asked is not None and asked <= limit:
+        return excerpt_of(path, text, args, default_chars=limit)
+    excerpt = excerpt_of(path, text, {**args, "maxChars": limit}, default_chars=limit)
+    capped = f", which caps the maxChars={asked:,} asked for" if asked is not None else ""
+    return dataclasses.replace(excerpt, limit_name=_server_limit(limit) + capped, raisable=False)
+
+
+def _server_limit(limit: int) -> str:
+    return f"{limit:,} characters, this server's limit for one read (TEAM_VAULT_MAX_READ_CHARS)"
 
 
 # -- read_notes -----------------------------------------------------------------------------------
@@ -117,7 +135,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         entry["text"] = text = found.text
         if "maxChars" in args or raw in shares:
             if "maxChars" in args:
-                excerpt = excerpt_of(found.path, found.text, {"maxChars": args["maxChars"]})
+                excerpt = _part(found.path, found.text, {"maxChars": args["maxChars"]}, ctx.tools.max_read_chars)
             else:
                 excerpt = _plain_cut(ctx, found.path, found.text, shares[raw])
             entry["text"], text = excerpt.text, excerpt.text_with_notice()

@@ -8,7 +8,8 @@ changed lately and history, and the writes last.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 
 from teamvault_mcp.text.schemas import Schema
 from teamvault_mcp.tools import (
@@ -114,3 +115,30 @@ def tools_for(
 def _chosen(name: str, named: frozenset[str] | None, dropped: frozenset[str], *, schema_tool: bool) -> bool:
     group = {name, SCHEMA_TOOLS} if schema_tool else {name}
     return (named is None or bool(group & named)) and not group & dropped
+
+
+def closest_name(name: str, names: Iterable[str]) -> str | None:
+    """The name in ``names`` most like ``name`` (a misspelt tool), or None when none is close."""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return close[0] if close else None
+
+
+def not_offered(name: str, offered: Sequence[str], read_only: bool, schema_list: Sequence[Schema] | None) -> str:
+    """Why a call to ``name`` finds no tool: read-only mode, TEAM_VAULT_TOOLS, or no such tool at all.
+
+    ``offered`` are the tools :func:`tools_for` registered with ``read_only`` and ``schema_list``; a tool it
+    could have registered that is missing for neither read-only mode was left out by TEAM_VAULT_TOOLS.
+    """
+    available = f"Available tools: {', '.join(offered)}."
+    possible = {tool.name: tool for tool in tools_for(False, schema_list)}
+    tool = possible.get(name)
+    if tool is None:
+        close = closest_name(name, offered)
+        hint = f" (did you mean {close}?)" if close else ""
+        return f"Unknown tool: {name}{hint}. {available}"
+    if read_only and tool.writes:
+        return (
+            f"{name} is not offered: this server is read-only (TEAM_VAULT_READ_ONLY), so it has no write tools "
+            f"and nothing can be changed through it. {available}"
+        )
+    return f"{name} is not offered: TEAM_VAULT_TOOLS left it out of this server's tools. {available}"
