@@ -233,6 +233,21 @@ async def test_a_bad_where_is_refused_before_any_request(vault: Session) -> None
     assert len(vault.vault.faults.seen) == before
 
 
+async def test_a_field_no_note_has_is_said_with_the_close_names_that_exist(vault: Session) -> None:
+    text = await vault.ok_text("query_notes", where={"stauts": "blocked", "status": {"ne": "done"}})
+    assert text.splitlines() == [
+        '0 notes of 3 match {"stauts": "blocked", "status": {"ne": "done"}}.',
+        'No note has a field "stauts"; did you mean "status" (2 notes)?',
+    ]
+    text = await vault.ok_text("query_notes", where={"colour": {"exists": False}}, prefix="projects/")
+    assert text.splitlines()[:2] == [
+        '1 note of 1 under projects/ match {"colour": {"exists": false}}:',
+        'No note under projects/ has a field "colour"; the most common: "status" (1), "due" (1), "owner" (1) of 1 '
+        "notes.",
+    ]
+    assert len((await vault.ok_text("query_notes", where={"STATUS": "active"})).splitlines()) == 3  # no notice
+
+
 async def test_front_matter_that_cannot_be_read_is_said_and_matches_only_built_ins(vault: Session) -> None:
     vault.seed("broken.md", "---\nstatus: [active\n---\nbody\n")
     text = await vault.ok_text("query_notes", where={"path": {"contains": "broken"}})

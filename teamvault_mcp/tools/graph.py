@@ -10,13 +10,22 @@ tasks ``tasks.py``, the ``where`` and ``sort`` of a query ``properties.py``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NoteNotFoundError
 from teamvault_mcp.text.links import path_key
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
-from teamvault_mcp.text.properties import MISSING, compile_sort, compile_where, field_value, queryable, sort_rows
+from teamvault_mcp.text.properties import (
+    MISSING,
+    compile_sort,
+    compile_where,
+    field_value,
+    queryable,
+    sort_rows,
+    unknown_fields,
+)
 from teamvault_mcp.text.tags import carries, count_tags, tag_key, tag_levels
 from teamvault_mcp.text.tasks import STATUS_CHOICES, Person, select_tasks
 from teamvault_mcp.tools.answer import Answer
@@ -234,12 +243,14 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
     rows: list[Mapping[str, Any]] = []
     unreadable: list[str] = []
+    names: Counter[str] = Counter()  # the notes that have each field, for a where naming a field none has
     for file, facts in indexed.read():
         front_matter, problem = facts.front_matter or ({}, None)
         if problem:
             unreadable.append(file.path)
         tags = [tag.name for tag in facts.tags.tags] if facts.tags is not None else []
         fields = queryable(front_matter, path=file.path, tags=tags, updated_at=file.updated_at)
+        names.update(name for name in fields if isinstance(name, str))
         if where.matches(fields):
             rows.append(fields)
     ranked = sort_rows(rows, order)
@@ -253,6 +264,9 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         f"{_count(len(ranked), 'note')} of {len(indexed.read()):,}{_under(prefix)} match {_short(query)}"
         f"{sorted_by}{':' if ranked else '.'}"
     )
+    if indexed.read():
+        for sentence in unknown_fields(where, names, len(indexed.read()), _under(prefix)):
+            answer.notice(sentence)
     for row in ranked[:limit]:
         found = {name: field_value(row, name) for name in shown_fields}
         values = " · ".join(f"{name}: {_value(value)}" for name, value in found.items())
