@@ -233,6 +233,21 @@ async def test_a_bad_where_is_refused_before_any_request(vault: Session) -> None
     assert len(vault.vault.faults.seen) == before
 
 
+async def test_a_field_no_note_has_is_said_with_the_close_names_that_exist(vault: Session) -> None:
+    text = await vault.ok_text("query_notes", where={"stauts": "blocked", "status": {"ne": "done"}})
+    assert text.splitlines() == [
+        '0 notes of 3 match {"stauts": "blocked", "status": {"ne": "done"}}.',
+        'No note has a field "stauts"; did you mean "status" (2 notes)?',
+    ]
+    text = await vault.ok_text("query_notes", where={"colour": {"exists": False}}, prefix="projects/")
+    assert text.splitlines()[:2] == [
+        '1 note of 1 under projects/ match {"colour": {"exists": false}}:',
+        'No note under projects/ has a field "colour"; the most common: "status" (1), "due" (1), "owner" (1) of 1 '
+        "notes.",
+    ]
+    assert len((await vault.ok_text("query_notes", where={"STATUS": "active"})).splitlines()) == 3  # no notice
+
+
 async def test_front_matter_that_cannot_be_read_is_said_and_matches_only_built_ins(vault: Session) -> None:
     vault.seed("broken.md", "---\nstatus: [active\n---\nbody\n")
     text = await vault.ok_text("query_notes", where={"path": {"contains": "broken"}})
@@ -283,6 +298,50 @@ async def test_done_tasks_include_cancelled_ones_and_all_is_everything(vault: Se
 async def test_a_bad_status_is_refused(vault: Session) -> None:
     text, is_error, _ = await vault.call("list_tasks", status="pending")
     assert is_error and "must be one of open, done, all" in text
+
+
+BOB_TASKS = """---
+owner: "[[people/Bob Lee|Bob]]"
+---
+# Launch
+- [ ] @bob books the room
+- [ ] Bob: send the deck
+- [ ] ask [[Bob Lee]] about it
+- [ ] review with [[people/Bob Lee|Bob]]
+- [ ] @bobby orders lunch
+- [ ] talk to bob some time
+- [x] @bob sent the invite
+"""
+
+
+async def test_list_tasks_for_an_assignee_matches_mentions_by_whole_word_any_case(vault: Session) -> None:
+    vault.seed("projects/launch.md", BOB_TASKS)
+    text = await vault.ok_text("list_tasks", assignee="BOB")
+    assert text.splitlines() == [
+        "4 open tasks (assignee: BOB) in 1 note (of 4):",
+        "projects/launch.md:5  [ ] @bob books the room · Launch",
+        "projects/launch.md:6  [ ] Bob: send the deck · Launch",
+        "projects/launch.md:7  [ ] ask [[Bob Lee]] about it · Launch",
+        "projects/launch.md:8  [ ] review with [[people/Bob Lee|Bob]] · Launch",
+        "Tick one with edit_note (oldText: the task's line); its section: read_note(path, section=[…]).",
+    ]
+    assert (await vault.ok_text("list_tasks", assignee="Bob Lee")).startswith("2 open tasks (assignee: Bob Lee)")
+
+
+async def test_list_tasks_by_owner_keeps_the_notes_whose_owner_field_names_them(vault: Session) -> None:
+    vault.seed("projects/launch.md", BOB_TASKS)
+    text = await vault.ok_text("list_tasks", owner="bob", status="done")
+    assert text.splitlines()[:2] == [
+        "1 done task (owner: bob) in 1 note (of 4):",
+        "projects/launch.md:11  [x] @bob sent the invite · Launch",
+    ]
+    text = await vault.ok_text("list_tasks", owner="grace", assignee="ada")  # plan one: owner [Ada, Grace]
+    assert text.splitlines()[0] == "0 open tasks (assignee: ada; owner: grace) in 0 notes (of 4)."
+    text = await vault.ok_text("list_tasks", owner="Grace")
+    assert text.splitlines()[:2] == [
+        "1 open task (owner: Grace) in 1 note (of 4):",
+        "projects/plan one.md:12  [ ] quoted task under Goals · Plan one > Goals",
+    ]
 
 
 # -- the index: parsed once per content, resolved again only when something changed ------------------------------

@@ -1,8 +1,10 @@
 """Finding notes by path or name, forgiving typos and missing letters (``find_notes``). No I/O.
 
 A path is folded as searched text is (case and accents ignored, ``folding.py``) and
-compared by name, by the words of its folders, by letter triples and by the query's letters
-in order; each path's key is computed once per process.
+compared by name, by the words of its folders, by letter triples, by the query's letters
+in order, and by edits: a query word a letter or two off a path word (a letter added, dropped,
+changed, or two neighbours swapped: ``grcae`` for ``grace`` is one edit, the optimal string
+alignment distance); each path's key is computed once per process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class PathKey:
     compact: str  # the path folded, without separators
     trigrams: frozenset[str]  # of the name
     word_trigrams: tuple[frozenset[str], ...]  # of each word of the path (folders and name)
+    words: tuple[str, ...]  # the words of the path (folders and name), folded
     mask: int  # every word's trigrams as bits (see _bits): a quick first sieve
 
 
@@ -43,7 +46,13 @@ def _make_path_key(path: str) -> PathKey:
     words = [word for word in _SEPARATORS.split(folded.rsplit(".", 1)[0]) if word]
     word_trigrams = tuple(_trigrams(word) for word in words)
     return PathKey(
-        folded, name, _compact(folded), _trigrams(name), word_trigrams, _bits(frozenset().union(*word_trigrams))
+        folded,
+        name,
+        _compact(folded),
+        _trigrams(name),
+        word_trigrams,
+        tuple(words),
+        _bits(frozenset().union(*word_trigrams)),
     )
 
 
@@ -109,7 +118,8 @@ def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, floa
     for _, path in fuzzy[:FUZZY_CANDIDATES]:  # spelling compared in detail only for the likeliest
         key = path_key(path)
         typos = sum(max((_dice(w, t) for t in key.word_trigrams), default=0.0) for w in word_grams) / len(words)
-        score = max(_subsequence(compact, key.compact), 70 * _dice(grams, key.trigrams), 70 * typos)
+        edits = sum(max((_edit_likeness(w, t) for t in key.words), default=0.0) for w in words) / len(words)
+        score = max(_subsequence(compact, key.compact), 70 * _dice(grams, key.trigrams), 70 * typos, 70 * edits)
         if score >= 30:
             scored.append((score, path))
     scored.sort(key=lambda pair: (-pair[0], len(pair[1]), pair[1]))
@@ -131,3 +141,36 @@ def _subsequence(wanted: str, text: str) -> float:
 
 def _dice(one: frozenset[str], other: frozenset[str]) -> float:
     return 2 * len(one & other) / (len(one) + len(other)) if one and other else 0.0
+
+
+def _edit_likeness(word: str, other: str) -> float:
+    """1 less the share of the two words' letters an edit touches, when they are at most an edit apart (two from
+    5 letters: ``gacre`` is two swaps from ``grace``); 0 otherwise and for words under 4 letters, where one edit
+    makes another word. At one distance the longer word is likelier (``rgace``: ``grace`` before ``race``)."""
+    if len(word) < 4:
+        return 0.0
+    allowed = 1 if len(word) < 5 else 2
+    if abs(len(word) - len(other)) > allowed:
+        return 0.0
+    distance = edit_distance(word, other, allowed)
+    return 1 - 2 * distance / (len(word) + len(other)) if distance <= allowed else 0.0
+
+
+def edit_distance(one: str, other: str, limit: int) -> int:
+    """The optimal string alignment distance (insert, delete, substitute, swap two neighbours: one edit each),
+    or ``limit + 1`` once it must exceed ``limit``."""
+    if one == other:
+        return 0
+    before: list[int] = []
+    previous = list(range(len(other) + 1))
+    for i, char in enumerate(one, 1):
+        current = [i] + [0] * len(other)
+        for j, theirs in enumerate(other, 1):
+            cost = char != theirs
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char == other[j - 2] and one[i - 2] == theirs:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, previous = previous, current
+    return min(previous[-1], limit + 1)

@@ -31,6 +31,9 @@ front matter keys of those names. For ``tags``, a value's leading ``#`` is ignor
 (``"project"`` matches ``project/alpha``), as Obsidian's tag search does. Other field names
 match a front matter key exactly, or else the one key that matches ignoring case.
 
+:func:`unknown_fields` says which fields of a ``where`` no note has, with the close names that
+notes do have (``stauts``: ``status``), so a typo is answered with the fix, not with "0 match".
+
 ``sort`` is a field, or a list of them, ``-field`` for descending; a note without the field
 comes last either way; ties keep the order given (the caller sorts by path first).
 
@@ -42,9 +45,11 @@ the whole query is valid.
 from __future__ import annotations
 
 import datetime
+import difflib
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +164,44 @@ def field_value(fields: Mapping[str, Any], name: str) -> Any:
     folded = name.casefold()
     matches = [key for key in fields if isinstance(key, str) and key.casefold() == folded]
     return fields[matches[0]] if len(matches) == 1 else MISSING
+
+
+#: Close names offered for a field no note has; the most common ones when none is close.
+CLOSE_NAMES = 3
+
+
+def unknown_fields(where: Where, names: Counter[str], notes: int, scope: str = "") -> list[str]:
+    """A sentence for each field of ``where`` that no note has: ``names`` counts the notes having each field
+    name (as :func:`queryable` gives them); ``scope`` says where, like `` under people/``."""
+    folded: dict[str, tuple[str, int]] = {}  # the casefolded name: its most common spelling, its notes
+    for name, count in names.most_common():
+        spelling, total = folded.get(name.casefold(), (name, 0))
+        folded[name.casefold()] = (spelling, total + count)
+    said: list[str] = []
+    for field in dict.fromkeys(condition.field for condition in where.conditions):
+        if field.casefold() in folded:
+            continue
+        close = difflib.get_close_matches(field.casefold(), list(folded), n=CLOSE_NAMES, cutoff=0.7)
+        if close:
+            named = [
+                f'"{folded[key][0]}" ({folded[key][1]:,} note{"" if folded[key][1] == 1 else "s"})' for key in close
+            ]
+            said.append(f'No note{scope} has a field "{field}"; did you mean {_either(named)}?')
+            continue
+        common = [f'"{name}" ({count:,})' for name, count in folded.values() if name not in BUILT_IN_FIELDS]
+        said.append(
+            f'No note{scope} has a field "{field}"; '
+            + (
+                f"the most common: {', '.join(common[:CLOSE_NAMES])} of {notes:,} notes."
+                if common
+                else "none has front matter fields."
+            )
+        )
+    return said
+
+
+def _either(choices: list[str]) -> str:
+    return choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
 
 
 # -- checking -----------------------------------------------------------------------------------------------

@@ -2,8 +2,12 @@
 
 - ``text`` mode: every query word must be in the note (or its path); case and accents
   are ignored (``Ёлка`` finds ``ёлка``, ``cafe`` finds ``Café``). A line holding every
-  word ranks above every line holding only some (:func:`rank`); then lines holding more
-  of the words, whole words, headings and notes whose path names the words rank higher.
+  word ranks above every line holding only some (:func:`rank`); then, in a note, a line of
+  its body before a heading and a heading before a front matter line (``tags: [pricing]``
+  names the words, a sentence says something about them: ``Line.place``); then lines holding
+  more of the words, whole words, headings and notes whose path names the words rank higher.
+  A hit carries its note's front matter ``status`` when it has one (``superseded``), so an
+  answer shows which decision still holds.
 - ``phrase`` mode: the words in this order, within one line.
 - ``regex`` mode: a regular expression from the safe subset (``regex_subset.py``),
   matched line by line (the first 1,000 characters of each) on the ``regex`` package,
@@ -30,8 +34,10 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from teamvault_mcp.text import frontmatter
 from teamvault_mcp.text.folding import fold
 from teamvault_mcp.text.markdown import Document, Heading, parse, split_lines
+from teamvault_mcp.text.properties import MISSING, field_value
 from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, SafeRegex, safe_regex
 
 SNIPPET_CHARS = 160
@@ -72,7 +78,7 @@ class NoteText:
     """One note's text, ready to match lines in and show hits from: raw and folded, their lines and the
     outline, each made when first needed. Made for the notes a search shows; the index keeps less."""
 
-    __slots__ = ("_folded_lines", "_lines", "_outline", "folded", "lock", "raw")
+    __slots__ = ("_folded_lines", "_front_matter_lines", "_lines", "_outline", "_status", "folded", "lock", "raw")
 
     def __init__(self, raw: str, folded: str | None = None) -> None:
         self.raw = raw
@@ -80,6 +86,8 @@ class NoteText:
         self._lines: list[str] | None = None
         self._folded_lines: list[str] | None = None
         self._outline: Document | None = None
+        self._front_matter_lines: int | None = None
+        self._status: str | bool | None = False  # False: not read yet
         self.lock = threading.Lock()  # the outline is built once, by whichever thread gets there first
 
     @property
@@ -95,10 +103,55 @@ class NoteText:
         return self._folded_lines
 
     @property
+    def front_matter_lines(self) -> int:
+        """How many lines the front matter takes at the top, its ``---`` lines included (0 without one)."""
+        if self._front_matter_lines is None:
+            parts = frontmatter.split(self.raw) if self.raw.lstrip("\ufeff").startswith("---") else None
+            lines = 0
+            if parts is not None and parts.present:
+                lines = (parts.opening + parts.yaml + parts.closing).count("\n") + (not parts.closing.endswith("\n"))
+            self._front_matter_lines = lines
+        return self._front_matter_lines
+
+    @property
+    def status(self) -> str | None:
+        """The front matter's ``status``, as text (cut to :data:`STATUS_CHARS`); None when there is none."""
+        if self._status is False:
+            self._status = _status_of(self.raw) if self.front_matter_lines else None
+        return self._status if isinstance(self._status, str) else None
+
+    def place(self, index: int) -> int:
+        """Where line ``index`` (0-based) is: 0 the body, 1 a heading, 2 the front matter (see ``Line.place``)."""
+        if index < self.front_matter_lines:
+            return FRONT_MATTER
+        return HEADING if _HEADING.match(self.lines[index]) else BODY
+
+    @property
     def outline(self) -> Document:
         if self._outline is None:
             self._outline = parse(self.raw)
         return self._outline
+
+
+#: Where a line is, in the order lines that match alike are shown: the body says things, a heading or a front
+#: matter line only names them.
+BODY, HEADING, FRONT_MATTER = 0, 1, 2
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+STATUS_CHARS = 40
+
+
+def _status_of(raw: str) -> str | None:
+    try:
+        fields, _ = frontmatter.read(raw, "the note")
+    except frontmatter.FrontMatterError:
+        return None  # unreadable YAML: no status to show
+    value = field_value(fields, "status")
+    if value is MISSING or value is None or value == "" or value == []:
+        return None
+    if isinstance(value, list):
+        value = ", ".join(str(item) for item in value)
+    text = " ".join(str(value).split())
+    return text if len(text) <= STATUS_CHARS else text[: STATUS_CHARS - 1] + "…"
 
 
 class Indexed:
@@ -210,8 +263,10 @@ class Hit:
     breadcrumb: str
     toc_path: tuple[str, ...]
     score: float
+    status: str | None = None  # the note's front matter status
 
     def as_json(self) -> dict[str, object]:
+        status = {"status": self.status} if self.status is not None else {}
         return {
             "path": self.path,
             "line": self.line,
@@ -219,6 +274,7 @@ class Hit:
             "breadcrumb": self.breadcrumb,
             "tocPath": list(self.toc_path),
             "score": round(self.score, 2),
+            **status,
         }
 
 
@@ -235,6 +291,7 @@ class LineMatch:
     score: float
     start: int = -1  # known for a regex match; a word's place is looked up when the hit is made
     complete: bool = True
+    place: int = BODY  # BODY, HEADING or FRONT_MATTER: in a note, lines that match alike are shown in this order
 
 
 class Matcher:
@@ -286,7 +343,7 @@ class Matcher:
             if self.phrase not in entry.folded:
                 return []
             return [
-                LineMatch(index, 10.0 + _heading_bonus(entry.lines[index]) + _early(index))
+                LineMatch(index, 10.0 + _heading_bonus(entry.lines[index]) + _early(index), place=entry.place(index))
                 for index, folded in enumerate(entry.folded_lines)
                 if self.phrase in folded
             ]
@@ -301,7 +358,8 @@ class Matcher:
                 whole = sum(1 for word in present if _whole_word(folded, word))
                 score = 10.0 * len(present) / len(self.words) + whole + _heading_bonus(entry.lines[index])
                 complete = len(present) == len(self.words)
-                found.append(LineMatch(index, score + path_bonus + _early(index), complete=complete))
+                place = entry.place(index)
+                found.append(LineMatch(index, score + path_bonus + _early(index), complete=complete, place=place))
         if not found:  # the words are in the path only: point at the top of the note
             first = next((i for i, line in enumerate(entry.lines) if line.strip()), 0)
             found.append(LineMatch(first, path_bonus, complete=False))
@@ -369,7 +427,7 @@ class Matcher:
             chain = _sections_at(entry.outline.headings, match.index + 1)
         breadcrumb = " > ".join(heading.title for heading in chain)
         toc_path = chain[-1].path if chain else ()
-        return Hit(path, match.index + 1, snippet(line, start), breadcrumb, toc_path, match.score)
+        return Hit(path, match.index + 1, snippet(line, start), breadcrumb, toc_path, match.score, entry.status)
 
 
 @dataclass(frozen=True)
@@ -408,9 +466,10 @@ def rank(
 
     A line holding every query word ranks above every line holding only some, whatever its note's
     score: first the notes that have such a line, best first, then the others; of each note its 3
-    best lines (those holding every word first); and then all the lines holding every word go before
-    the rest, each group in that order. ``text_of`` gives a candidate's text when the index did not keep
-    it (None: it could not be had, and the note is passed over); by default the kept raw text.
+    best lines (those holding every word first; in each group, body lines, then headings, then front
+    matter); and then all the lines holding every word go before the rest, each group in that order.
+    ``text_of`` gives a candidate's text when the index did not keep it (None: it could not be had, and
+    the note is passed over); by default the kept raw text.
     """
     full: list[Hit] = []
     partial: list[Hit] = []
@@ -424,7 +483,7 @@ def rank(
         if text is None:
             continue
         matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, text)
-        best = sorted(matches, key=lambda match: (not match.complete, -match.score, match.index))[:HITS_PER_NOTE]
+        best = sorted(matches, key=lambda m: (not m.complete, m.place, -m.score, m.index))[:HITS_PER_NOTE]
         for match in best:
             (full if match.complete else partial).append(matcher.hit(candidate.path, text, match))
     shown = (full + partial)[:limit]

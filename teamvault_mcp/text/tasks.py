@@ -16,6 +16,11 @@ follow the common ones:
 
 Each task has its section breadcrumb: the heading path (names as ``markdown.py``'s outline
 gives them, so ``read_note`` can take it) of the section it is in.
+
+:class:`Person` is who a task is for: a task's text mentions them as ``@bob``, ``Bob:`` or a
+wikilink whose target's name or alias holds the name (``[[Bob Lee]]``, ``[[people/Bob Lee|Bob]]``);
+a note's ``owner`` value names them as text or as a link. Names compare by whole words, ignoring
+case: ``bob`` is in ``Bob Lee`` and ``@bob.lee``, not in ``@bobby``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ _ITEM_WITH_BOX = r"(?P<lead>[ \t>]*)(?:[-*+]|\d{1,9}[.)])[ \t]+\[(?P<status>[^\]
 #: found many times faster than with ``^`` (``_TASK_AFTER_CR`` for notes whose lines end in ``\r``).
 _TASK = re.compile("\n" + _ITEM_WITH_BOX)
 _TASK_AFTER_CR = re.compile("[\r\n]" + _ITEM_WITH_BOX)
+_WIKILINK = re.compile(r"\[\[(?P<target>[^\]|#^]*)[^\]|]*(?:\|(?P<alias>[^\]]*))?\]\]")
+_MARKDOWN_LINK = re.compile(r"\[(?P<alias>[^\]]*)\]\((?P<target>[^)]*)\)")
+_HANDLE = re.compile(r"(?<![\w@])@(?P<handle>\w[\w.\-]*)")
+_WORD = re.compile(r"\w+")
 DONE_STATUSES = frozenset("xX")
 CANCELLED_STATUSES = frozenset("-")
 
@@ -86,6 +95,55 @@ def note_tasks(note: str | NoteText, path: str = "") -> list[Task]:
         section = paths[index] if index >= 0 else ()
         tasks.append(Task(line, match.group("status"), task_text, section, len(lead.expandtabs(4))))
     return tasks
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who a task is for, by name (see the module docstring): :meth:`named` makes one, once per call."""
+
+    words: tuple[str, ...]
+    colon: re.Pattern[str]  # the name, then a colon: ``Bob:``, ``bob lee:``
+
+    @classmethod
+    def named(cls, name: str) -> Person:
+        words = tuple(_words(name))
+        if not words:
+            raise ToolInputError(f"A person's name needs a letter or digit, like 'bob' or 'Bob Lee'; got {name!r}.")
+        colon = r"(?<!\w)" + r"[\s_.\-]+".join(map(re.escape, words)) + r"[ \t]*:"
+        return cls(words, re.compile(colon, re.IGNORECASE))
+
+    def mentioned_in(self, text: str) -> bool:
+        """Whether a task's text mentions them: ``@bob``, ``Bob:``, ``[[Bob Lee]]``, ``[[people/Bob Lee|Bob]]``."""
+        if any(self._in_link(match) for match in _WIKILINK.finditer(text)):
+            return True
+        if any(self._in(match.group("handle")) for match in _HANDLE.finditer(text)):
+            return True
+        return self.colon.search(text) is not None
+
+    def named_by(self, value: object) -> bool:
+        """Whether a front matter value (``owner``) names them: as text, or as a link to them; a list, by an item."""
+        if isinstance(value, list):
+            return any(self.named_by(item) for item in value)
+        if not isinstance(value, str):
+            return False
+        links = [*_WIKILINK.finditer(value), *_MARKDOWN_LINK.finditer(value)]
+        if links:
+            return any(self._in_link(match) for match in links)
+        return self._in(value.removeprefix("@"))
+
+    def _in_link(self, link: re.Match[str]) -> bool:
+        target = link.group("target").strip().rsplit("/", 1)[-1]
+        target = target[:-3] if target.casefold().endswith(".md") else target
+        return self._in(target.replace("%20", " ")) or self._in(link.group("alias") or "")
+
+    def _in(self, text: str) -> bool:
+        """The name's words, in order and whole, in ``text``."""
+        found, size = _words(text), len(self.words)
+        return any(tuple(found[i : i + size]) == self.words for i in range(len(found) - size + 1))
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold().replace("_", " "))
 
 
 STATUS_CHOICES = ("open", "done", "all")

@@ -10,15 +10,24 @@ tasks ``tasks.py``, the ``where`` and ``sort`` of a query ``properties.py``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NoteNotFoundError
 from teamvault_mcp.text.links import path_key
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
-from teamvault_mcp.text.properties import MISSING, compile_sort, compile_where, field_value, queryable, sort_rows
+from teamvault_mcp.text.properties import (
+    MISSING,
+    compile_sort,
+    compile_where,
+    field_value,
+    queryable,
+    sort_rows,
+    unknown_fields,
+)
 from teamvault_mcp.text.tags import carries, count_tags, tag_key, tag_levels
-from teamvault_mcp.text.tasks import STATUS_CHOICES, select_tasks
+from teamvault_mcp.text.tasks import STATUS_CHOICES, Person, select_tasks
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.indexing import collector_paused, index_notes, link_graph, list_vault, note_index, texts_of
@@ -234,12 +243,14 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
     rows: list[Mapping[str, Any]] = []
     unreadable: list[str] = []
+    names: Counter[str] = Counter()  # the notes that have each field, for a where naming a field none has
     for file, facts in indexed.read():
         front_matter, problem = facts.front_matter or ({}, None)
         if problem:
             unreadable.append(file.path)
         tags = [tag.name for tag in facts.tags.tags] if facts.tags is not None else []
         fields = queryable(front_matter, path=file.path, tags=tags, updated_at=file.updated_at)
+        names.update(name for name in fields if isinstance(name, str))
         if where.matches(fields):
             rows.append(fields)
     ranked = sort_rows(rows, order)
@@ -253,6 +264,9 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         f"{_count(len(ranked), 'note')} of {len(indexed.read()):,}{_under(prefix)} match {_short(query)}"
         f"{sorted_by}{':' if ranked else '.'}"
     )
+    if indexed.read():
+        for sentence in unknown_fields(where, names, len(indexed.read()), _under(prefix)):
+            answer.notice(sentence)
     for row in ranked[:limit]:
         found = {name: field_value(row, name) for name in shown_fields}
         values = " · ".join(f"{name}: {_value(value)}" for name, value in found.items())
@@ -298,19 +312,27 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     status = args.get("status", "open")
     limit = args.get("limit", DEFAULT_LIMIT)
     prefix = folder_prefix(args.get("prefix"))
-    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), ("tasks",), prefix=prefix)
+    assignee = Person.named(args["assignee"]) if "assignee" in args else None
+    owner = Person.named(args["owner"]) if "owner" in args else None
+    parts = ("tasks", "fields") if owner else ("tasks",)  # the YAML is read only when owner asks for it
+    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
     found = [
-        (file.path, task) for file, facts in indexed.read() for task in select_tasks(list(facts.tasks or ()), status)
+        (file.path, task)
+        for file, facts in indexed.read()
+        if owner is None or owner.named_by(field_value(facts.fields, "owner"))
+        for task in select_tasks(list(facts.tasks or ()), status)
+        if assignee is None or assignee.mentioned_in(task.text)
     ]
     notes = len({path for path, _ in found})
+    filters = "; ".join(f"{name}: {args[name]}" for name in ("assignee", "owner") if name in args)
     what = {"open": "open task", "done": "done task", "all": "task"}[status]
     answer = Answer(tasks=[], total=len(found), notes=notes, partial=indexed.not_read > 0)
     notice = indexed.partial_notice("tasks in them")
     if notice:
         answer.notice(notice)
     answer.summary(
-        f"{_count(len(found), what)} in {_count(notes, 'note')} (of {len(indexed.read()):,}{_under(prefix)})"
-        f"{':' if found else '.'}"
+        f"{_count(len(found), what)}{f' ({filters})' if filters else ''} in {_count(notes, 'note')} "
+        f"(of {len(indexed.read()):,}{_under(prefix)}){':' if found else '.'}"
     )
     for path, task in found[:limit]:
         section = f" · {' > '.join(task.section)}" if task.section else ""
@@ -462,11 +484,16 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="list_tasks",
         title="List tasks",
-        description="Checkbox tasks (- [ ], - [x], …): note:line, status, text and section.",
+        description=(
+            "Checkbox tasks (- [ ], - [x]…): note:line, status, text, section. assignee: tasks naming them (@bob, "
+            "Bob:, [[Bob Lee]]); owner: notes whose owner does; whole words, any case."
+        ),
         params=(
             _PREFIX,
             Param("status", "open (default), done or all.", kind="choice", required=False, choices=STATUS_CHOICES),
             _LIMIT,
+            Param("assignee", "", kind="query", required=False),
+            Param("owner", "", kind="query", required=False),
         ),
         handler=collector_paused(list_tasks),
         output_schema=answer_schema(

@@ -111,9 +111,14 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"{len(shown)} hit{'s' if len(shown) != 1 else ''} in {notes_shown:,} note"
             f"{'s' if notes_shown != 1 else ''}{capped}:"
         )
+    said_status: set[str] = set()
     for hit in shown:
         where = f" section={toc_argument(hit.toc_path)}" if hit.toc_path else ""
-        answer.row("hits", f"{hit.path}:{hit.line}{where} · {hit.snippet}", hit.as_json())
+        status = ""
+        if hit.status is not None and hit.path not in said_status:  # said once, at the note's first hit
+            said_status.add(hit.path)
+            status = f" (status: {hit.status})"
+        answer.row("hits", f"{hit.path}:{hit.line}{status}{where} · {hit.snippet}", hit.as_json())
     if total_notes > notes_shown:
         answer.notice(
             f"[{total_notes - notes_shown:,} more matching notes not shown: narrow with prefix or more words, "
@@ -335,6 +340,7 @@ TOOLS: tuple[Tool, ...] = (
                             "breadcrumb": STRING,
                             "tocPath": rows(STRING),
                             "score": {"type": "number"},
+                            "status": STRING,
                         },
                         ["path", "line", "snippet", "breadcrumb", "tocPath", "score"],
                     )
