@@ -8,12 +8,14 @@ nothing is ever lost.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.errors import NotTextError, TeamVaultError, printable, short_hash
+from teamvault_mcp.errors import NotTextError, TeamVaultError, ToolInputError, printable, short_hash
 from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.text.moments import parse_moment, shown, since_moment
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param, hash_header
@@ -82,9 +84,10 @@ def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
 def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
+    moment = _diff_since(ctx, args)  # a bad time is refused before any request
     path, file = ctx.existing(project_id, args["path"])
     versions = _versions(ctx, project_id, file.id)
-    old = _version(versions, args["from"], path)
+    old, from_label = _diff_start(versions, args, moment, path)
     old_text = _version_text(ctx, project_id, file, old, path)
     if "to" in args:
         new = _version(versions, args["to"], path)
@@ -94,7 +97,6 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         data = ctx.client.download(project_id, file.id)
         new_text = data.decode("utf-8", errors="replace")
         to_label, to_json = "the current content", {"current": True, "contentHash": sha256_hex(data)}
-    from_label = f"version {old.get('versionNumber')}"
     diff = unified_diff(old_text, new_text, before=f"{path} ({from_label})", after=f"{path} ({to_label})")
     headline = f"{path}: from {from_label} to {to_label}" + ("" if diff else ": no differences.")
     result = {
@@ -106,6 +108,43 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "summary": headline,
     }
     return ToolOutput(f"{headline}\n{diff}" if diff else headline, result)
+
+
+def _diff_since(ctx: ToolContext, args: Mapping[str, Any]) -> datetime.datetime | None:
+    """The moment ``since`` names; None when the diff starts from ``from``. Refuses both or neither."""
+    if "from" in args and "since" in args:
+        raise ToolInputError(
+            "Give from (a version) or since (a time), not both: since picks the version the diff starts from."
+        )
+    if "from" in args:
+        return None
+    if "since" not in args:
+        raise ToolInputError(
+            "diff_note_versions needs from (a version number or id) or since (a date, a date-time or a span "
+            'back from now, e.g. since="24h").'
+        )
+    return since_moment(args["since"], ctx.client.wall())
+
+
+def _diff_start(
+    versions: list[dict[str, Any]], args: Mapping[str, Any], moment: datetime.datetime | None, path: str
+) -> tuple[dict[str, Any], str]:
+    """The version a diff starts from, and how its headline names it: ``from``, or the one current at ``moment``."""
+    if moment is None:
+        old = _version(versions, args["from"], path)
+        return old, f"version {old.get('versionNumber')}"
+    if not versions:
+        raise TeamVaultError(f"{path} has no saved versions to diff from: the server keeps no history of it.")
+    before: list[tuple[datetime.datetime, dict[str, Any]]] = []
+    for version in versions:
+        when = parse_moment(version.get("createdAt"))
+        if when is not None and when <= moment:
+            before.append((when, version))
+    if before:
+        old = max(before, key=lambda pair: pair[0])[1]
+        return old, f"version {old.get('versionNumber')} (the newest at {shown(moment)})"
+    old = versions[-1]  # newest first: the last is the first version
+    return old, f"version {old.get('versionNumber')} (the first: the note was made after {shown(moment)})"
 
 
 def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -217,10 +256,19 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="diff_note_versions",
         title="Diff note versions",
-        description="What changed in a note from one saved version to another, or to its current text: a unified diff.",
+        description=(
+            "What changed in a note from one saved version to another, or to its current text: a unified diff. "
+            "since (a time) instead of from: what changed since then."
+        ),
         params=(
             NOTE_PATH,
-            Param("from", f"The older version. {VERSION_HELP}", kind="version"),
+            Param("from", f"The older version. {VERSION_HELP}", kind="version", required=False),
+            Param(
+                "since",
+                "Instead of from: a date, date-time or span (24h); diff from the version current then.",
+                kind="when",
+                required=False,
+            ),
             Param("to", "The newer one (default: the current text).", kind="version", required=False),
         ),
         handler=diff_note_versions,
