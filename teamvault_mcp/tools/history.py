@@ -30,6 +30,7 @@ from teamvault_mcp.tools.spec import (
     object_schema,
     rows,
 )
+from teamvault_mcp.tools.versions import version_author
 from teamvault_mcp.tools.writes import expect
 
 
@@ -45,7 +46,7 @@ def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         return answer.output()
     answer.summary(f"{head} (number · time UTC · author · contentHash start):")
     for version in versions:
-        answer.row("versions", version_line(version), {**version, "by": _author(version)})
+        answer.row("versions", version_line(version), {**version, "by": version_author(version)})
     return answer.output()
 
 
@@ -53,17 +54,11 @@ def version_line(version: dict[str, Any]) -> str:
     """``v2 · 2026-12-01 07:17 · Ada · 481ccb07``, and `` · "message"`` when it has one."""
     number = version.get("versionNumber")
     parts = [f"v{number}" if number is not None else f"id {version.get('id')}", _minute(version.get("createdAt"))]
-    parts.append(_author(version) or "unknown author")
+    parts.append(version_author(version) or "unknown author")
     parts.append((version.get("contentHash") or "no hash")[:8])
     if version.get("message"):
         parts.append(json.dumps(version["message"], ensure_ascii=False))
     return " · ".join(printable(str(part)) for part in parts)
-
-
-def _author(version: dict[str, Any]) -> str | None:
-    """Who a version's line names: the author's name, else their email, else their user id; None: no one."""
-    author = version.get("author") or {}
-    return author.get("name") or author.get("email") or version.get("authorId") or None
 
 
 def _minute(iso: Any) -> str:
@@ -256,20 +251,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="diff_note_versions",
         title="Diff note versions",
-        description=(
-            "What changed in a note from one saved version to another, or to its current text: a unified diff. "
-            "since (a time) instead of from: what changed since then."
-        ),
+        description="A unified diff of a note from a saved version, or a time, to another or its current text.",
         params=(
             NOTE_PATH,
-            Param("from", f"The older version. {VERSION_HELP}", kind="version", required=False),
-            Param(
-                "since",
-                "Instead of from: a date, date-time or span (24h); diff from the version current then.",
-                kind="when",
-                required=False,
-            ),
-            Param("to", "The newer one (default: the current text).", kind="version", required=False),
+            Param("from", "The older version (number or id).", kind="version", required=False),
+            Param("since", "Or a time (24h).", kind="when", required=False),
+            Param("to", "Default: the current text.", kind="version", required=False),
         ),
         handler=diff_note_versions,
         output_schema=answer_schema(
