@@ -190,7 +190,7 @@ async def test_what_happened_is_read_from_the_dates(runner: ToolRunner, http_moc
         "2027-01-15T06:00:00Z  updated  edited.md  by Uma",
         "2027-01-15T02:00:00Z  updated  made-and-edited.md  by Uma",
         "2027-01-14T09:00:00Z  deleted  gone.md  (the server does not say by whom)",
-        "[Cut: the newest 4 shown; 1 more note changed. Narrow with since or prefix, or raise limit (at most 500).]",
+        "[Cut: the newest 4 of 5 shown. Narrow with since or prefix, or raise limit (at most 500).]",
         "[1 file is not shown: the server gave it no date in a form this server reads.]",
         "[The server records who wrote each version, not who deleted or moved a note: those lines name no one.]",
         "What changed in a note: diff_note_versions(path, since=…) or (path, from=…); who wrote each version: "

@@ -153,11 +153,14 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         }
         answer.row("changes", f"{when}  {change.kind}  {change.path}  {_who(change)}", record)
     if more:
-        answer.notice(
-            f"[Cut: the newest {len(changes):,} shown; {more:,} more note{'' if more == 1 else 's'} changed"
-            f"{window}{' (some may be yours)' if not mine else ''}. Narrow with since or prefix, or raise limit "
-            f"(at most {MAX_LIMIT:,}).]"
+        # With every change shown that was looked into, the total is exact; leaving out mine, an upper bound.
+        shown_of = (
+            f"the newest {len(changes):,} of {total:,} shown"
+            if mine
+            else f"the newest {len(changes):,} shown; {more:,} more note{'' if more == 1 else 's'} changed, some "
+            "perhaps only by you"
         )
+        answer.notice(f"[Cut: {shown_of}. Narrow with since or prefix, or raise limit (at most {MAX_LIMIT:,}).]")
     if undated:
         answer.notice(
             f"[{undated:,} {'file is' if undated == 1 else 'files are'} not shown: the server gave "
