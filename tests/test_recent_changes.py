@@ -211,6 +211,17 @@ async def test_a_whoami_that_fails_still_shows_the_changes(
     assert text.splitlines()[1] == "2027-01-15T07:30:00Z  created  new.md  by Uma"
 
 
+async def test_exclude_mine_without_a_whoami_leaves_nothing_out_and_says_so(
+    runner: ToolRunner, http_mock: responses.RequestsMock
+) -> None:
+    http_mock.get(FILES, json={"files": RECORDS[:1]})
+    http_mock.get(f"{BASE}/api/auth/me", status=404, json={"error": {"code": "not_found", "message": "no"}})
+    mock_versions(http_mock, RECORDS[:1])
+    text = await changes(runner, includeDeleted=False, excludeMine=True)
+    assert text.splitlines()[1] == "2027-01-15T07:30:00Z  created  new.md  by Uma"
+    assert "[excludeMine: the server would not say whose key this is (whoami failed): nothing left out.]" in text
+
+
 async def test_a_note_whose_versions_the_server_will_not_list_shows_the_last_writer_id(
     runner: ToolRunner, http_mock: responses.RequestsMock
 ) -> None:

@@ -166,6 +166,8 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"[{undated:,} {'file is' if undated == 1 else 'files are'} not shown: the server gave "
             f"{'it' if undated == 1 else 'them'} no date in a form this server reads.]"
         )
+    if not mine and me is None and listed:
+        answer.notice("[excludeMine: the server would not say whose key this is (whoami failed): nothing left out.]")
     if kinds["deleted"] or kinds["moved"]:
         answer.notice(
             "[The server records who wrote each version, not who deleted or moved a note: those lines name no one"
