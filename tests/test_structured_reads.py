@@ -303,8 +303,17 @@ async def test_a_restore_found_applied_after_a_lost_answer_says_so_in_its_summar
 
 
 def change_line(change: dict[str, Any]) -> str:
-    who = "you" if change["byYou"] else f"user {change['by']}" if change["by"] else "someone (the server names no one)"
-    return f"{change['when']}  {change['kind']}  {change['path']}  by {who}"
+    def joined(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+    authors = change["authors"]
+    if change["kind"] in ("deleted", "moved"):
+        who = "(the server does not say by whom)"
+    elif change["kind"] == "created":
+        who = f"by {authors[0]}" + (f", then updated by {joined(authors[1:])}" if authors[1:] else "")
+    else:
+        who = f"by {joined(authors)}"
+    return f"{change['when']}  {change['kind']}  {change['path']}  {who}"
 
 
 async def test_changes_are_rows_with_when_kind_path_and_who(vault: Session) -> None:
@@ -314,7 +323,7 @@ async def test_changes_are_rows_with_when_kind_path_and_who(vault: Session) -> N
     assert (data["total"], data["shown"]) == (3, 3)
     kinds = [change["kind"] for change in data["changes"]]
     counts = ", ".join(f"{kinds.count(kind)} {kind}" for kind in ("created", "updated", "deleted") if kind in kinds)
-    assert data["summary"] == f"3 changes ({counts}); newest first, by = the note's last writer:"
+    assert data["summary"] == f"3 changes ({counts}); newest first:"
     me = (await vault.ok("whoami"))["id"]
     ada = next(change for change in data["changes"] if change["path"] == "people/ada.md")
     assert ada["byYou"] is False and ada["by"] not in (None, me)  # the colleague
@@ -322,7 +331,8 @@ async def test_changes_are_rows_with_when_kind_path_and_who(vault: Session) -> N
     assert (idea["kind"], idea["by"], idea["byYou"]) == ("created", me, True)
     assert all(change["when"].endswith("Z") and "T" in change["when"] for change in data["changes"])
     assert data["notices"] == [
-        "What changed in a note: diff_note_versions(path, from=…); who wrote each version: list_note_versions."
+        "What changed in a note: diff_note_versions(path, since=…) or (path, from=…); who wrote each version: "
+        "list_note_versions."
     ]
     assert_halves(text, data, "changes", change_line)
     await same_text_without_structured(vault, "recent_changes", text)

@@ -415,6 +415,36 @@ class VaultPaths:
             return from_root
         return (self._first(folder, names) if folder else None) or by_suffix
 
+    def alternatives(self, target: str, source_path: str, *, markdown: bool = False) -> list[str]:
+        """The other files a link could mean: those that share the name it gives, when it names a file by name
+        rather than by a path that picks one out; [] when it names one file (or none). ``resolve`` still says
+        which one Obsidian takes."""
+        found = self.resolve(target, source_path, markdown=markdown)
+        bare = target.lstrip("/")
+        if found is None or not target or target.startswith("/"):
+            return []
+        if bare in (".", "..") or bare.startswith(("./", "../")):
+            return []  # a relative path names one file
+        names = [bare] if bare.lower().endswith(MARKDOWN_EXTENSION) else [bare, bare + MARKDOWN_EXTENSION]
+        if markdown and self._first(source_path.rpartition("/")[0], names) == found:
+            return []  # a Markdown link's path is relative to its note: it picked that file out
+        matches = self._suffix_matches(names)
+        return [path for path in matches if path != found] if found in matches else []
+
+    def _suffix_matches(self, names: list[str]) -> list[str]:
+        """Every file whose path ends with one of ``names`` (a whole segment at least), best first."""
+        found: dict[str, None] = {}
+        for name in names:
+            normal = _joined("", name)
+            if normal is None:
+                continue
+            ending = path_key(normal)
+            suffix = "/" + ending
+            for key, path in self._by_name.get(ending.rpartition("/")[2], ()):
+                if key == ending or key.endswith(suffix):
+                    found[path] = None
+        return list(found)
+
     def _anywhere(self, target: str, names: list[str]) -> tuple[str | None, str | None]:
         """What ``target`` names wherever the linking note is: the path from the root, and the best suffix match."""
         found = self._by_target.get(target)

@@ -167,6 +167,17 @@ class BrokenLink:
     link: LinkFact
 
 
+@dataclass(frozen=True)
+class AmbiguousLink:
+    """A link in ``source`` that names a file only by a name several files share: it resolves to ``target``
+    (Obsidian's pick), and could mean any of ``others``."""
+
+    source: str
+    link: LinkFact
+    target: str
+    others: tuple[str, ...]
+
+
 class LinkGraph:
     """The notes' links resolved against one set of vault paths.
 
@@ -205,6 +216,21 @@ class LinkGraph:
             if entry is None:
                 continue
             found += [BrokenLink(source, link) for link, target in zip(entry[1], entry[2], strict=True) if not target]
+        return found
+
+    def ambiguous(self, sources: Iterable[str]) -> list[AmbiguousLink]:
+        """The links of the notes ``sources`` (in that order) that resolve to one of several files of their name."""
+        found: list[AmbiguousLink] = []
+        for source in sources:
+            entry = self.notes.get(source)
+            if entry is None:
+                continue
+            for link, target in zip(entry[1], entry[2], strict=True):
+                if target is None:
+                    continue
+                others = self.vault.alternatives(link.target, source, markdown=link.markdown)
+                if others:
+                    found.append(AmbiguousLink(source, link, target, tuple(others)))
         return found
 
 

@@ -1,12 +1,14 @@
-"""recent_changes: what changed in the vault lately, and who wrote it, from one listing.
+"""recent_changes: what changed in the vault lately, and who wrote it.
 
-The listing with ``includeDeleted=true`` gives each file's ``createdAt``, ``updatedAt``,
-``deletedAt`` and ``lastModifiedById``: enough to say, for each note changed since a moment,
-whether it was created, updated or deleted, when, and by whom, without a request per note.
-The server records the last writer of a note's content only; a move or a delete names
-no one, so the line shows the last writer (the answer says so). The key's own user, asked
-once per session with ``whoami``, is shown as ``you``; other users by their id, the only
-thing the listing gives of them.
+One listing with ``includeDeleted=true`` gives each file's ``createdAt``, ``updatedAt`` and
+``deletedAt``: which notes changed since a moment. For each note shown, its version list
+(docs/teamvault-api.md §4) says who wrote each version in the window and whether its first
+version is there (``created``); a change that made no version is a move (``moved``). The
+server records no one for a delete or a move, so those lines name no one. The key's own
+user, asked once per session with ``whoami``, is ``you``; others by name, else email, as
+``list_note_versions`` shows them. A note whose versions the server will not list falls back
+to the listing's dates and last writer's id. Versions carry no mark of what made them, so a
+link rewrite by ``move_note`` is an update like any other.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
+from teamvault_mcp.tools.versions import oldest_first, version_author
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile
@@ -33,35 +36,72 @@ MAX_LIMIT = 500
 #: A note updated this soon after it was created still counts as created: a server may stamp ``createdAt`` and
 #: ``updatedAt`` a moment apart when it makes a note (the local vault stamps both alike).
 CREATED_WITHIN = datetime.timedelta(milliseconds=100)
+KINDS = ("created", "updated", "moved", "deleted")
 
 
 @dataclass(frozen=True)
 class Change:
     path: str
-    kind: str  # created, updated or deleted
+    kind: str  # one of KINDS
     when: datetime.datetime
-    by: str | None  # the last writer's user id
+    by: str | None  # the user id of the newest version shown; None: the server names no one
+    creator: str | None = None  # who wrote the first version, when kind is created
+    authors: tuple[str, ...] = ()  # who wrote the other versions in the window, newest first
+    you: bool = False  # the newest version shown is the key user's
 
 
 def change_of(file: VaultFile, since: datetime.datetime | None) -> Change | None:
-    """What last happened to ``file``, and when; None when the server gave no date this server can read.
+    """What last happened to ``file`` by the listing's dates alone; None when it gave no date this server reads.
 
-    A live note is ``created`` when it was made within the window (since ``since``), however often it
-    changed after; without a window, when it has not changed since it was made.
+    A live note is ``created`` when it was made within the window (since ``since``); without a window, when
+    it has not changed since it was made. A delete names no one: the listing's last writer is not its deleter.
     """
     created = parse_moment(file.created_at)
     if file.deleted_at:
-        kind, when = "deleted", parse_moment(file.deleted_at)
+        when = parse_moment(file.deleted_at)
+        return Change(file.path, "deleted", when, None) if when is not None else None
+    when = parse_moment(file.updated_at) or created
+    if created is None or when is None:
+        new = False
+    elif since is not None:
+        new = created >= since
     else:
-        when = parse_moment(file.updated_at) or created
-        if created is None or when is None:
-            new = False
-        elif since is not None:
-            new = created >= since
-        else:
-            new = when - created < CREATED_WITHIN
-        kind = "created" if new else "updated"
-    return Change(file.path, kind, when, file.modified_by) if when is not None else None
+        new = when - created < CREATED_WITHIN
+    if when is None:
+        return None
+    by = file.modified_by
+    return Change(file.path, "created" if new else "updated", when, by, authors=(f"user {by}",) if by else ())
+
+
+def versions_change(
+    listed: Change, versions: list[dict[str, Any]], since: datetime.datetime | None, me: str | None, *, mine: bool
+) -> Change | None:
+    """What the versions in the window say happened to a live note; None: nothing left once ``mine`` are dropped.
+
+    ``created``: its first version is in the window (without one: it has no other version).
+    """
+    ordered = oldest_first(versions)
+    window = [v for v in ordered if since is None or _stamp(v) >= since]
+    if not window:  # the listing moved on, no content did: a move (the server names no mover)
+        return Change(listed.path, "moved", listed.when, None)
+    created = window[0] is ordered[0] and (since is not None or len(ordered) == 1)
+    if not mine:
+        window = [v for v in window if me is None or v.get("authorId") != me]
+        if not window:
+            return None
+        created = created and window[0] is ordered[0]
+    names = [_name(v, me) for v in window]
+    later = names[1:] if created else names
+    newest = window[-1]
+    return Change(
+        listed.path,
+        "created" if created else "updated",
+        _stamp(newest) if newest.get("createdAt") else listed.when,
+        newest.get("authorId"),
+        creator=names[0] if created else None,
+        authors=tuple(dict.fromkeys(reversed(later))),
+        you=me is not None and newest.get("authorId") == me,
+    )
 
 
 def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -70,41 +110,114 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     prefix = folder_prefix(args.get("prefix"))
     limit = args.get("limit", DEFAULT_LIMIT)
     with_deleted = args.get("includeDeleted", True)
-    files = ctx.client.list_files(project_id, prefix=prefix, include_deleted=with_deleted)
-    dated = [change_of(file, since) for file in files]
+    mine = not args.get("excludeMine", False)
+    files = {file.path: file for file in ctx.client.list_files(project_id, prefix=prefix, include_deleted=with_deleted)}
+    dated = [change_of(file, since) for file in files.values()]
     undated = dated.count(None)
-    changes = [change for change in dated if change is not None and (since is None or change.when >= since)]
+    listed = [change for change in dated if change is not None and (since is None or change.when >= since)]
+    listed.sort(key=lambda change: (-change.when.timestamp(), change.path))
+    me = _my_id(ctx) if listed else None
+    changes: list[Change] = []
+    looked = 0
+    for change in listed:
+        if len(changes) >= limit:
+            break
+        looked += 1
+        found: Change | None = change
+        if change.kind != "deleted":
+            found = _with_versions(ctx, project_id, files[change.path], change, since, me, mine=mine)
+        if found is not None:
+            changes.append(found)
     changes.sort(key=lambda change: (-change.when.timestamp(), change.path))
-    me = _my_id(ctx) if any(change.by for change in changes[:limit]) else None
+    more = len(listed) - looked
     window = f" since {shown(since)}" if since is not None else ""
     where = f" under {prefix}" if prefix else ""
+    not_mine = " not by you" if not mine else ""
     kinds = Counter(change.kind for change in changes)
-    counted = ", ".join(f"{kinds[kind]:,} {kind}" for kind in ("created", "updated", "deleted") if kinds[kind])
-    answer = Answer(changes=[], total=len(changes), shown=min(limit, len(changes)))
+    counted = ", ".join(f"{kinds[kind]:,} {kind}" for kind in KINDS if kinds[kind])
+    total = len(changes) + more
+    answer = Answer(changes=[], total=total, shown=len(changes))
     answer.summary(
-        f"{len(changes):,} change{'' if len(changes) == 1 else 's'}{window}{where}"
-        + (f" ({counted}); newest first, by = the note's last writer:" if changes else ".")
+        f"{total:,} change{'' if total == 1 else 's'}{window}{where}{not_mine}"
+        + (f" ({counted}{' shown' if more else ''}); newest first:" if changes else ".")
     )
-    for change in changes[:limit]:
+    for change in changes:
         when = shown(change.when)
-        by_you = change.by is not None and change.by == me
-        record = {"when": when, "kind": change.kind, "path": change.path, "by": change.by, "byYou": by_you}
-        answer.row("changes", f"{when}  {change.kind}  {change.path}  by {_who(change.by, me)}", record)
-    if len(changes) > limit:
-        answer.notice(
-            f"[Cut: the newest {limit:,} of {len(changes):,} shown. Narrow with since or prefix, or raise limit "
-            f"(at most {MAX_LIMIT:,}).]"
+        record = {
+            "when": when,
+            "kind": change.kind,
+            "path": change.path,
+            "by": change.by,
+            "byYou": change.you,
+            "authors": ([change.creator] if change.creator else []) + list(change.authors),
+        }
+        answer.row("changes", f"{when}  {change.kind}  {change.path}  {_who(change)}", record)
+    if more:
+        # With every change shown that was looked into, the total is exact; leaving out mine, an upper bound.
+        shown_of = (
+            f"the newest {len(changes):,} of {total:,} shown"
+            if mine
+            else f"the newest {len(changes):,} shown; {more:,} more note{'' if more == 1 else 's'} changed, some "
+            "perhaps only by you"
         )
+        answer.notice(f"[Cut: {shown_of}. Narrow with since or prefix, or raise limit (at most {MAX_LIMIT:,}).]")
     if undated:
         answer.notice(
             f"[{undated:,} {'file is' if undated == 1 else 'files are'} not shown: the server gave "
             f"{'it' if undated == 1 else 'them'} no date in a form this server reads.]"
         )
+    if not mine and me is None and listed:
+        answer.notice("[excludeMine: the server would not say whose key this is (whoami failed): nothing left out.]")
+    if kinds["deleted"] or kinds["moved"]:
+        answer.notice(
+            "[The server records who wrote each version, not who deleted or moved a note: those lines name no one"
+            + (", and are shown though they may be yours.]" if not mine else ".]")
+        )
     if changes:
         answer.notice(
-            "What changed in a note: diff_note_versions(path, from=…); who wrote each version: list_note_versions."
+            "What changed in a note: diff_note_versions(path, since=…) or (path, from=…); "
+            "who wrote each version: list_note_versions."
         )
     return answer.output()
+
+
+def _with_versions(
+    ctx: ToolContext,
+    project_id: str,
+    file: VaultFile,
+    listed: Change,
+    since: datetime.datetime | None,
+    me: str | None,
+    *,
+    mine: bool,
+) -> Change | None:
+    """``listed`` as the note's versions tell it; as listed when the server lists none or will not."""
+    try:
+        versions = ctx.client.list_versions(project_id, file.id)
+    except CallCancelledError:
+        raise
+    except TeamVaultError:
+        versions = []  # the listing's dates and last writer still say something
+    if not versions or not all(parse_moment(v.get("createdAt")) for v in versions):
+        you = me is not None and listed.by == me
+        if you and not mine:
+            return None
+        return Change(
+            listed.path, listed.kind, listed.when, listed.by, authors=("you",) if you else listed.authors, you=you
+        )
+    return versions_change(listed, versions, since, me, mine=mine)
+
+
+def _stamp(version: dict[str, Any]) -> datetime.datetime:
+    moment = parse_moment(version.get("createdAt"))
+    assert moment is not None  # _with_versions checked every version's date
+    return moment
+
+
+def _name(version: dict[str, Any], me: str | None) -> str:
+    if me is not None and version.get("authorId") == me:
+        return "you"
+    return version_author(version) or "an unknown author"
 
 
 def _my_id(ctx: ToolContext) -> str | None:
@@ -114,26 +227,36 @@ def _my_id(ctx: ToolContext) -> str | None:
     except CallCancelledError:
         raise
     except TeamVaultError:
-        return None  # the changes are still worth showing; the ids say who, if not whether it was you
+        return None  # the changes are still worth showing; the names say who, if not whether it was you
     return user.get("id")
 
 
-def _who(user_id: str | None, me: str | None) -> str:
-    if user_id is None:
-        return "someone (the server names no one)"
-    return "you" if user_id == me else f"user {user_id}"
+def _who(change: Change) -> str:
+    if change.kind in ("deleted", "moved"):
+        return "(the server does not say by whom)"
+    if change.creator:
+        then = f", then updated by {_joined(change.authors)}" if change.authors else ""
+        return f"by {change.creator}{then}"
+    if not change.authors:
+        return "by someone (the server names no one)"
+    return f"by {_joined(change.authors)}"
+
+
+def _joined(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="recent_changes",
         title="Recent changes",
-        description="Changes, newest first: when, created/updated/deleted, path, who ('you' or a user id).",
+        description="Changes, newest first: when, created/updated/moved/deleted, path, who ('you' or a name).",
         params=(
             Param("since", "Time or span: 24h, 7d.", kind="when", required=False),
             Param("prefix", "Path prefix.", kind="prefix", required=False),
             Param("limit", f"Default {DEFAULT_LIMIT}.", kind="count", required=False, maximum=MAX_LIMIT),
             Param("includeDeleted", "Default true.", kind="flag", required=False),
+            Param("excludeMine", "Omit your own. Default false.", kind="flag", required=False),
         ),
         handler=recent_changes,
         output_schema=answer_schema(
@@ -142,10 +265,11 @@ TOOLS: tuple[Tool, ...] = (
                     object_schema(
                         {
                             "when": STRING,
-                            "kind": {"type": "string", "enum": ["created", "updated", "deleted"]},
+                            "kind": {"type": "string", "enum": list(KINDS)},
                             "path": STRING,
                             "by": NULLABLE_STRING,
                             "byYou": {"type": "boolean"},
+                            "authors": {"type": "array", "items": STRING},
                         },
                         ["when", "kind", "path", "by", "byYou"],
                     )

@@ -65,9 +65,14 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         outgoing, partial = _outgoing(ctx, project_id, listing, path)
         counts.append(f"{_count(len(outgoing), 'link')} out")
         answer.data.update(out=len(outgoing), linksOut=[])
+        vault = note_index(ctx).vault_paths(project_id, (file.path for file in listing))
         for link, target in outgoing[:MAX_SHOWN]:
             where = "this note" if target == path else (target or "unresolved")
-            said_out.append((f"{link.line}  {_short(link.raw)} → {where}", _link_out(link, target)))
+            others = vault.alternatives(link.target, path, markdown=link.markdown)
+            record = _link_out(link, target)
+            if others:
+                record["ambiguous"] = others
+            said_out.append((f"{link.line}  {_short(link.raw)} → {where}{_also(others)}", record))
         notices += [partial] if partial else []
     if direction in ("in", "both"):
         indexed = index_notes(ctx, project_id, listing, ("links",))
@@ -103,6 +108,17 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             answer.row("linksIn", line, record)
         _cut(answer, len(places), "linking lines")
     return answer.output()
+
+
+STRINGS = {"type": "array", "items": STRING}
+
+
+def _also(others: list[str] | tuple[str, ...]) -> str:
+    """What a line adds for an ambiguous link: the other files of its name (a few, and how many more)."""
+    if not others:
+        return ""
+    shown = ", ".join(others[:5]) + (f" and {len(others) - 5:,} more" if len(others) > 5 else "")
+    return f" (ambiguous: also {shown})"
 
 
 def _link_out(link: LinkFact, target: str | None) -> dict[str, Any]:
@@ -168,6 +184,26 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         )
     if broken:
         answer.notice("A link resolves to no file. Fix it with edit_note, or make the note it names.")
+    ambiguous = graph.ambiguous(file.path for file in indexed.notes)
+    if ambiguous:
+        answer.data["ambiguous"] = []
+        answer.label(
+            f"{_count(len(ambiguous), 'ambiguous link')}: each names a file several share; it resolves to the "
+            "first (Obsidian's pick), the others are listed:"
+        )
+        for one in ambiguous[:limit]:
+            record = {
+                "path": one.source,
+                "line": one.link.line,
+                "link": _short(one.link.raw),
+                "target": one.target,
+                "others": list(one.others),
+            }
+            line = f"{one.source}:{one.link.line}  {_short(one.link.raw)} → {one.target}{_also(one.others)}"
+            answer.row("ambiguous", line, record)
+        if len(ambiguous) > limit:
+            answer.notice(f"[Cut: {limit:,} of {len(ambiguous):,} ambiguous links shown.]")
+        answer.notice("To pick one file, write its path in the link: [[projects/Retro]].")
     return answer.output()
 
 
@@ -412,7 +448,10 @@ TOOLS: tuple[Tool, ...] = (
                 "out": INTEGER,
                 "in": INTEGER,
                 "linksOut": rows(
-                    object_schema({"line": INTEGER, "link": STRING, "target": NULLABLE_STRING}, ["line", "link"])
+                    object_schema(
+                        {"line": INTEGER, "link": STRING, "target": NULLABLE_STRING, "ambiguous": STRINGS},
+                        ["line", "link"],
+                    )
                 ),
                 "linksIn": rows(object_schema({**PLACE, "text": STRING, "link": STRING}, ["path", "line", "text"])),
                 "partial": BOOLEAN,
@@ -431,6 +470,12 @@ TOOLS: tuple[Tool, ...] = (
                 "broken": INTEGER,
                 "notes": INTEGER,
                 "links": rows(object_schema({**PLACE, "link": STRING, "closest": NULLABLE_STRING}, ["path", "line"])),
+                "ambiguous": rows(
+                    object_schema(
+                        {**PLACE, "link": STRING, "target": STRING, "others": STRINGS},
+                        ["path", "line", "target", "others"],
+                    )
+                ),
                 "partial": BOOLEAN,
             },
             ["broken", "notes", "links"],

@@ -8,12 +8,14 @@ nothing is ever lost.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from teamvault_mcp.errors import NotTextError, TeamVaultError, printable, short_hash
+from teamvault_mcp.errors import NotTextError, TeamVaultError, ToolInputError, printable, short_hash
 from teamvault_mcp.text.diff import unified_diff
+from teamvault_mcp.text.moments import parse_moment, shown, since_moment
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param, hash_header
@@ -28,6 +30,7 @@ from teamvault_mcp.tools.spec import (
     object_schema,
     rows,
 )
+from teamvault_mcp.tools.versions import version_author
 from teamvault_mcp.tools.writes import expect
 
 
@@ -43,7 +46,7 @@ def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         return answer.output()
     answer.summary(f"{head} (number · time UTC · author · contentHash start):")
     for version in versions:
-        answer.row("versions", version_line(version), {**version, "by": _author(version)})
+        answer.row("versions", version_line(version), {**version, "by": version_author(version)})
     return answer.output()
 
 
@@ -51,17 +54,11 @@ def version_line(version: dict[str, Any]) -> str:
     """``v2 · 2026-12-01 07:17 · Ada · 481ccb07``, and `` · "message"`` when it has one."""
     number = version.get("versionNumber")
     parts = [f"v{number}" if number is not None else f"id {version.get('id')}", _minute(version.get("createdAt"))]
-    parts.append(_author(version) or "unknown author")
+    parts.append(version_author(version) or "unknown author")
     parts.append((version.get("contentHash") or "no hash")[:8])
     if version.get("message"):
         parts.append(json.dumps(version["message"], ensure_ascii=False))
     return " · ".join(printable(str(part)) for part in parts)
-
-
-def _author(version: dict[str, Any]) -> str | None:
-    """Who a version's line names: the author's name, else their email, else their user id; None: no one."""
-    author = version.get("author") or {}
-    return author.get("name") or author.get("email") or version.get("authorId") or None
 
 
 def _minute(iso: Any) -> str:
@@ -82,9 +79,10 @@ def read_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
 def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
+    moment = _diff_since(ctx, args)  # a bad time is refused before any request
     path, file = ctx.existing(project_id, args["path"])
     versions = _versions(ctx, project_id, file.id)
-    old = _version(versions, args["from"], path)
+    old, from_label = _diff_start(versions, args, moment, path)
     old_text = _version_text(ctx, project_id, file, old, path)
     if "to" in args:
         new = _version(versions, args["to"], path)
@@ -94,7 +92,6 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         data = ctx.client.download(project_id, file.id)
         new_text = data.decode("utf-8", errors="replace")
         to_label, to_json = "the current content", {"current": True, "contentHash": sha256_hex(data)}
-    from_label = f"version {old.get('versionNumber')}"
     diff = unified_diff(old_text, new_text, before=f"{path} ({from_label})", after=f"{path} ({to_label})")
     headline = f"{path}: from {from_label} to {to_label}" + ("" if diff else ": no differences.")
     result = {
@@ -106,6 +103,43 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         "summary": headline,
     }
     return ToolOutput(f"{headline}\n{diff}" if diff else headline, result)
+
+
+def _diff_since(ctx: ToolContext, args: Mapping[str, Any]) -> datetime.datetime | None:
+    """The moment ``since`` names; None when the diff starts from ``from``. Refuses both or neither."""
+    if "from" in args and "since" in args:
+        raise ToolInputError(
+            "Give from (a version) or since (a time), not both: since picks the version the diff starts from."
+        )
+    if "from" in args:
+        return None
+    if "since" not in args:
+        raise ToolInputError(
+            "diff_note_versions needs from (a version number or id) or since (a date, a date-time or a span "
+            'back from now, e.g. since="24h").'
+        )
+    return since_moment(args["since"], ctx.client.wall())
+
+
+def _diff_start(
+    versions: list[dict[str, Any]], args: Mapping[str, Any], moment: datetime.datetime | None, path: str
+) -> tuple[dict[str, Any], str]:
+    """The version a diff starts from, and how its headline names it: ``from``, or the one current at ``moment``."""
+    if moment is None:
+        old = _version(versions, args["from"], path)
+        return old, f"version {old.get('versionNumber')}"
+    if not versions:
+        raise TeamVaultError(f"{path} has no saved versions to diff from: the server keeps no history of it.")
+    before: list[tuple[datetime.datetime, dict[str, Any]]] = []
+    for version in versions:
+        when = parse_moment(version.get("createdAt"))
+        if when is not None and when <= moment:
+            before.append((when, version))
+    if before:
+        old = max(before, key=lambda pair: pair[0])[1]
+        return old, f"version {old.get('versionNumber')} (the newest at {shown(moment)})"
+    old = versions[-1]  # newest first: the last is the first version
+    return old, f"version {old.get('versionNumber')} (the first: the note was made after {shown(moment)})"
 
 
 def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -217,11 +251,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="diff_note_versions",
         title="Diff note versions",
-        description="What changed in a note from one saved version to another, or to its current text: a unified diff.",
+        description="A unified diff of a note from a saved version, or a time, to another or its current text.",
         params=(
             NOTE_PATH,
-            Param("from", f"The older version. {VERSION_HELP}", kind="version"),
-            Param("to", "The newer one (default: the current text).", kind="version", required=False),
+            Param("from", "The older version (number or id).", kind="version", required=False),
+            Param("since", "Or a time (24h).", kind="when", required=False),
+            Param("to", "Default: the current text.", kind="version", required=False),
         ),
         handler=diff_note_versions,
         output_schema=answer_schema(

@@ -144,3 +144,9 @@ def hash_of(version: dict[str, Any] | None) -> str:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def version_author(version: dict[str, Any]) -> str | None:
+    """Who a version's line names: the author's name, else their email, else their user id; None: no one."""
+    author = version.get("author") or {}
+    return author.get("name") or author.get("email") or version.get("authorId") or None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.localvault.store import Change
+from teamvault_mcp.localvault.store import Change, User
 
 
 def _bytes(content: str | bytes) -> bytes:
@@ -31,6 +31,30 @@ def colleague_writes(vault: LocalVault, path: str, content: str | bytes) -> None
             store.replace(change, files[0].id, data)
         else:
             store.create(change, path, data, None)
+
+
+def user(vault: LocalVault, name: str) -> User:
+    """A user of the vault named ``name`` (email ``<name>@x``, lower case), who can write through the store."""
+    return vault.store.add_user(f"{name.lower()}@x", name)
+
+
+def writes_as(vault: LocalVault, writer: User, path: str, content: str | bytes) -> None:
+    """``writer`` changes the note at ``path``, or creates it, as a REST write by them would."""
+    store, project = vault.store, vault.project_id
+    files = store.list_files(project, path=path, prefix=None, include_deleted=False)
+    with store.write() as db:
+        change = Change(db, project, writer)
+        if files:
+            store.replace(change, files[0].id, _bytes(content))
+        else:
+            store.create(change, path, _bytes(content), None)
+
+
+def deletes_as(vault: LocalVault, deleter: User, path: str) -> None:
+    """``deleter`` deletes the note at ``path`` (a tombstone), as a REST delete by them would."""
+    store, project = vault.store, vault.project_id
+    with store.write() as db:
+        store.delete(Change(db, project, deleter), file_id(vault, path))
 
 
 def file_id(vault: LocalVault, path: str) -> str:
