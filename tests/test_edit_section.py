@@ -479,7 +479,7 @@ async def test_the_description_of_mode_names_append_body(plain: Session) -> None
     tools = {tool.name: tool for tool in (await plain.client.list_tools()).tools}
     mode = tools["edit_section"].input_schema["properties"]["mode"]
     assert mode["enum"] == ["append", "append_body", "prepend", "replace"]
-    assert mode["description"] == "append_body: at the end of the section's own text, before its first subheading."
+    assert mode["description"] == "append_body: before the first subheading."
 
 
 @pytest.mark.parametrize("section", ["Next steps", ["Next steps"], "next  STEPS"], ids=["breadcrumb", "list", "loose"])

@@ -250,13 +250,13 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="recent_changes",
         title="Recent changes",
-        description="Changes, newest first: when, created/updated/moved/deleted, path, who ('you' or a name).",
+        description="Changes, newest first: when, created/updated/moved/deleted, path, who.",
         params=(
             Param("since", "Time or span: 24h, 7d.", kind="when", required=False),
             Param("prefix", "Path prefix.", kind="prefix", required=False),
             Param("limit", f"Default {DEFAULT_LIMIT}.", kind="count", required=False, maximum=MAX_LIMIT),
             Param("includeDeleted", "Default true.", kind="flag", required=False),
-            Param("excludeMine", "Omit your own. Default false.", kind="flag", required=False),
+            Param("excludeMine", "Omit your own.", kind="flag", required=False),
         ),
         handler=recent_changes,
         output_schema=answer_schema(

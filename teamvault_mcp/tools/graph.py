@@ -434,8 +434,8 @@ TOOLS: tuple[Tool, ...] = (
         name="note_links",
         title="Links of a note",
         description=(
-            "A note's links as Obsidian resolves them (wikilinks, embeds, Markdown and front matter links; not "
-            "code). in: notes linking here, with the line; out: its links and their targets."
+            "A note's links as Obsidian resolves them (wikilinks, embeds, Markdown, front matter; not code). "
+            "in: notes linking here, with the line; out: its links, their targets."
         ),
         params=(
             Param("path", "Note path, e.g. 'people/ada.md'."),
@@ -462,7 +462,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="broken_links",
         title="Broken links",
-        description="Links that resolve to no file: note:line, the link, and the closest existing note.",
+        description="Links that resolve to no file: note:line, the link, the closest existing note.",
         params=(_PREFIX, _LIMIT),
         handler=collector_paused(broken_links),
         output_schema=answer_schema(
@@ -485,7 +485,7 @@ TOOLS: tuple[Tool, ...] = (
         name="list_tags",
         title="List tags",
         description=(
-            "Tags (inline #tags and front matter tags) with note counts; a nested a/b counts at each level. "
+            "Tags (inline and front matter) with note counts; a nested a/b counts at each level. "
             "With tag: the notes that carry it."
         ),
         params=(_PREFIX, Param("tag", "A tag, e.g. 'project'.", kind="query", required=False)),

@@ -579,9 +579,8 @@ TOOLS: tuple[Tool, ...] = (
         name="replace_in_notes",
         title="Replace in notes",
         description=(
-            "Find and replace across notes. dryRun (default true) lists each note's matches, a short diff and the "
-            "call that applies it; applied, a note changed since is a conflict, and expectedCount refuses if the "
-            "count changed. regex=true: find is in search's safe subset, $1 for groups."
+            "Find and replace across notes. dryRun (default true): each note's matches, a short diff, the call that "
+            "applies it; expectedCount refuses if the count changed. regex=true: search's safe subset, $1 for groups."
         ),
         params=(  # what the description says is not said again: the tool list is carried on every turn
             Param("find", "", kind="content"),
@@ -591,8 +590,7 @@ TOOLS: tuple[Tool, ...] = (
             Param("caseSensitive", "Default true.", kind="flag", required=False),
             Param(
                 "links",
-                "Matches in link targets ([[target|alias]], ![[…]], [text](target)): replace (default; breaks the "
-                "links, the answer lists them) or keep (left alone; alias and link text still replaced).",
+                "Matches in link targets: replace (default; the answer lists the links broken) or keep them.",
                 kind="choice",
                 required=False,
                 choices=LINK_MODES,

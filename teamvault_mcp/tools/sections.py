@@ -219,7 +219,7 @@ TOOLS: tuple[Tool, ...] = (
             Param("content", "Markdown.", kind="note_text"),
             Param(
                 "mode",
-                "append_body: at the end of the section's own text, before its first subheading.",
+                "append_body: before the first subheading.",
                 kind="choice",
                 required=False,
                 choices=sections.MODES,
