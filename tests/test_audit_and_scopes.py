@@ -328,9 +328,10 @@ async def test_every_write_tool_is_scoped(scoped: Session) -> None:
     for tool, arguments in calls.items():
         text, is_error, _ = await scoped.call(tool, **arguments)
         assert is_error and text.startswith(f"{tool} refused: path 'people/a.md' is outside"), text
-    # replace_in_notes names no note up front: it finds them, and leaves those outside the scope alone
-    text, _, _ = await scoped.call("replace_in_notes", find="x", replace="y", dryRun=False)
-    assert "[Outside the folders this server may write to, left alone: people/a.md (1)]" in text, text
+    # replace_in_notes names no note up front: it finds them, and when every one is outside the scope says so first
+    text, is_error, _ = await scoped.call("replace_in_notes", find="x", replace="y", dryRun=False)
+    assert is_error and text.startswith("Nothing was written: every note with a match of"), text
+    assert "is outside the folders this server may write to (agents/, inbox/;" in text and "people/a.md (1)" in text
     assert scoped.writes_sent() == []
 
 

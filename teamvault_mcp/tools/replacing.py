@@ -580,12 +580,13 @@ TOOLS: tuple[Tool, ...] = (
         title="Replace in notes",
         description=(
             "Find and replace across notes. dryRun (default true): each note's matches, a short diff, the call that "
-            "applies it; expectedCount refuses if the count changed. regex=true: search's safe subset, $1 for groups."
+            "applies it; expectedCount refuses if the count changed. regex=true: find in search's safe subset, $1 "
+            "groups."
         ),
         params=(  # what the description says is not said again: the tool list is carried on every turn
             Param("find", "", kind="content"),
             Param("replace", "", kind="content"),
-            Param("prefix", "Only paths starting so.", kind="prefix", required=False),
+            Param("prefix", "Path prefix.", kind="prefix", required=False),
             Param("regex", "", kind="flag", required=False),
             Param("caseSensitive", "Default true.", kind="flag", required=False),
             Param(
