@@ -49,7 +49,7 @@ import posixpath
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -433,7 +433,11 @@ class VaultPaths:
 
     def _suffix_matches(self, names: list[str]) -> list[str]:
         """Every file whose path ends with one of ``names`` (a whole segment at least), best first."""
-        found: dict[str, None] = {}
+        return list(dict.fromkeys(self._suffix_paths(names)))
+
+    def _suffix_paths(self, names: list[str]) -> Iterator[str]:
+        """The files whose path ends with one of ``names``, best first: for each name, fewest folders deep, then
+        alphabetical (the order of ``_by_name``)."""
         for name in names:
             normal = _joined("", name)
             if normal is None:
@@ -442,8 +446,7 @@ class VaultPaths:
             suffix = "/" + ending
             for key, path in self._by_name.get(ending.rpartition("/")[2], ()):
                 if key == ending or key.endswith(suffix):
-                    found[path] = None
-        return list(found)
+                    yield path
 
     def _anywhere(self, target: str, names: list[str]) -> tuple[str | None, str | None]:
         """What ``target`` names wherever the linking note is: the path from the root, and the best suffix match."""
@@ -453,16 +456,7 @@ class VaultPaths:
         return found
 
     def _suffix_match(self, names: list[str]) -> str | None:
-        for name in names:
-            normal = _joined("", name)
-            if normal is None:
-                continue
-            ending = path_key(normal)
-            suffix = "/" + ending
-            for key, path in self._by_name.get(ending.rpartition("/")[2], ()):
-                if key == ending or key.endswith(suffix):
-                    return path  # the list is in order: fewest folders deep, then alphabetical
-        return None
+        return next(self._suffix_paths(names), None)
 
     def _first(self, folder: str, names: list[str]) -> str | None:
         """The first of ``names``, relative to ``folder``, that is a file."""
