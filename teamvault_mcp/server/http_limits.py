@@ -22,7 +22,6 @@ Everything here runs on the event loop's thread: no locks.
 from __future__ import annotations
 
 import asyncio
-import resource
 from typing import Any, ClassVar, Protocol
 
 import h11
@@ -48,9 +47,14 @@ def default_max_connections(soft_limit: int | None = None) -> int:
     1,024 open files give 480 connections; 256 give 96.
     """
     if soft_limit is None:
-        soft_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if soft_limit == resource.RLIM_INFINITY:
-        return MAX_CONNECTIONS
+        try:
+            import resource  # not on Windows: there, the C runtime's default of 512 descriptors stands
+        except ImportError:
+            soft_limit = 512
+        else:
+            soft_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            if soft_limit == resource.RLIM_INFINITY:
+                return MAX_CONNECTIONS
     return max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, (soft_limit - RESERVED_DESCRIPTORS) // 2))
 
 
