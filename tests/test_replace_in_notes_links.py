@@ -129,3 +129,19 @@ async def test_a_scoped_apply_that_can_write_nothing_says_the_write_scope_first(
         text, is_error = await session.texts("replace_in_notes", find="Acme", replace="Globex", dryRun=False)
         assert is_error and "outside the folders this server may write to" in text.split(".")[0]
         assert session.text("clients/acme.md") == "Acme signed. Call Acme.\n"
+
+
+async def test_with_structured_content_the_data_says_the_links_sentence_and_every_link_too(tmp_path: Path) -> None:
+    """A host that shows only structuredContent (Claude Code, Cursor) gets the warning itself and the calls it
+    names, not only the rows: notes/hosts.md."""
+    async with open_session(tmp_path, structured_content=True) as session:
+        for path, text in LINKED.items():
+            session.seed(path, text)
+        for arguments in ({}, {"dryRun": False, "expectedCount": 10}):
+            text, is_error, data = await session.call(
+                "replace_in_notes", find="Old name", replace="New name", prefix="projects/", **arguments
+            )
+            assert not is_error, text
+            assert data["linkTargets"]["notice"] == text.split("\n")[1]
+            assert "move_note(updateLinks=true)" in data["linkTargets"]["notice"]
+            assert len(data["linkTargets"]["found"]) == data["linkTargets"]["matches"] == 7

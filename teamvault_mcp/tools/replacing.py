@@ -234,7 +234,7 @@ def _preview(
     hits = _link_hits(args, chosen, survey)
     warning = _links_line(args, hits, applied=False)
     if warning:
-        result["linkTargets"] = _link_fields(args, hits)
+        result["linkTargets"] = _link_fields(args, hits, warning)
     # the links come right under the headline: a long preview's diffs would push them out of sight
     lines = [headline, *warning, *_preview_lines(ctx, args, replacer, survey, chosen, diffs)]
     return ToolOutput("\n".join(lines), _left_alone_fields(result, survey, chosen))
@@ -272,9 +272,10 @@ def _links_line(args: Mapping[str, Any], hits: list[tuple[str, LinkMatch]], *, a
     ]
 
 
-def _link_fields(args: Mapping[str, Any], hits: list[tuple[str, LinkMatch]]) -> dict[str, Any]:
-    """:func:`_links_line` as a structured field."""
+def _link_fields(args: Mapping[str, Any], hits: list[tuple[str, LinkMatch]], said: list[str]) -> dict[str, Any]:
+    """:func:`_links_line` as a structured field: its sentence as the text says it (``said``), and its rows."""
     return {
+        "notice": said[0],
         "matches": len(hits),
         "links": args.get("links", "replace"),
         "found": [{"path": path, "line": hit.line, "link": hit.link} for path, hit in hits[:LISTED_LINKS]],
@@ -424,7 +425,7 @@ def _apply(
     if not_reached:
         result["notReached"] = [match.path for match in not_reached]
     if warning:
-        result["linkTargets"] = _link_fields(args, hits)
+        result["linkTargets"] = _link_fields(args, hits, warning)
     _left_alone_fields(result, survey, chosen)
     return ToolOutput("\n".join(lines), result, is_error=not applied and bool(troubled))
 
@@ -625,6 +626,7 @@ TOOLS: tuple[Tool, ...] = (
                 "notesNotSearched": {"type": "integer"},
                 "linkTargets": object_schema(
                     {
+                        "notice": STRING,
                         "matches": {"type": "integer"},
                         "links": {"type": "string", "enum": list(LINK_MODES)},
                         "found": rows(
@@ -633,7 +635,7 @@ TOOLS: tuple[Tool, ...] = (
                             )
                         ),
                     },
-                    ["matches", "links", "found"],
+                    ["notice", "matches", "links", "found"],
                 ),
             },
             ["summary", "dryRun", "matches", "notes", "notesSearched", "partial"],
