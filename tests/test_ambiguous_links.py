@@ -51,7 +51,16 @@ async def test_broken_links_lists_the_ambiguous_links_after_the_broken_ones(sess
         "notes/today.md:1  [[Retro]] → meetings/Retro.md (ambiguous: also projects/Retro.md)",
         "plan.md:1  [[Retro]] → meetings/Retro.md (ambiguous: also projects/Retro.md)",
     ]
-    assert lines[at + 3] == "To pick one file, write its path in the link: [[projects/Retro]]."
+    assert lines[at + 3] == "To pick one file, write its path in the link: [[projects/Retro]]."  # one of them
+
+
+async def test_the_way_to_pick_one_file_names_a_file_of_this_vault(session: Session) -> None:
+    """The example is one of the files the first ambiguous link could mean, not a fixed one."""
+    session.seed("p/Standup.md", "# S\n")
+    session.seed("q/Standup.md", "# S2\n")
+    session.seed("a.md", "[[Standup]]\n")
+    text = await session.ok_text("broken_links", prefix="a")
+    assert "To pick one file, write its path in the link: [[q/Standup]]." in text, text
 
 
 async def test_no_ambiguous_links_no_word_of_them(session: Session) -> None:

@@ -203,7 +203,9 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             answer.row("ambiguous", line, record)
         if len(ambiguous) > limit:
             answer.notice(f"[Cut: {limit:,} of {len(ambiguous):,} ambiguous links shown.]")
-        answer.notice("To pick one file, write its path in the link: [[projects/Retro]].")
+        other = ambiguous[0].others[0]
+        other = other[: -len(".md")] if other.lower().endswith(".md") else other
+        answer.notice(f"To pick one file, write its path in the link: [[{other}]].")
     return answer.output()
 
 
