@@ -6,7 +6,7 @@ a warm-up worker whose archive was refused (a server without folder archives ans
 *before* putting that archive's notes back in the queue, so the search waited for notes nobody was fetching,
 until its budget ran out ("[Partial: 40 of 40 notes were not searched …]", no progress).
 
-Here the vault answers the warm-up's archive request only once the search is running, which makes that
+Here the vault answers the warm-up's archive request only once the search waits in the warm-up's sync, which makes that
 moment certain instead of lucky; the warm-up is on in every test (``TEAM_VAULT_PREFETCH`` as by default).
 Checked by what the search answers and the requests the vault saw, never by timings.
 """
@@ -48,9 +48,11 @@ def vault(tmp_path: Path) -> Iterator[LocalVault]:
         yield running
 
 
-async def search_beside_the_warm_up(runner: ToolRunner, searching: threading.Event | None = None) -> dict[str, Any]:
-    """A search sent while the warm-up runs; ``searching`` is set once the call is running. Its result's data,
-    and the progress it reported."""
+async def search_beside_the_warm_up(
+    runner: ToolRunner, vault: LocalVault, searching: threading.Event | None = None
+) -> dict[str, Any]:
+    """A search sent while the warm-up runs; ``searching`` is set once the call waits in the warm-up's sync
+    (so it meets the archive in flight, whenever that lands). Its result's data, and the progress it reported."""
     progress: list[float] = []
     result: dict[str, Any] = {}
 
@@ -65,7 +67,8 @@ async def search_beside_the_warm_up(runner: ToolRunner, searching: threading.Eve
 
         group.start_soon(search)
         if searching is not None:
-            await await_until(lambda: runner.foreground.busy, "the search starting")
+            sync = await _sync_of(runner, vault)
+            await await_until(lambda: sync.participants() == 2, "the search joining the warm-up's sync")
             searching.set()
     return {**result, "progress": progress}
 
@@ -77,7 +80,7 @@ def refuse_archives_once_searching(vault: LocalVault, searching: threading.Event
     def chooser(method: str, path: str) -> Fault | None:
         if not fnmatch.fnmatchcase(path, ARCHIVE):
             return None
-        assert searching.wait(GENEROUS), "the search never started (or the machine is too slow)"
+        assert searching.wait(GENEROUS), "the search never joined the sync (or the machine is too slow)"
         return Fault.answer(404) if refuse else None
 
     vault.faults.chooser = chooser
@@ -93,7 +96,7 @@ async def test_a_search_meeting_the_warm_ups_archive_is_complete_and_reports_pro
     try:
         runner.start_warm_up()
         await await_until(lambda: ("GET", ARCHIVE) in _kinds(vault), "the warm-up asking for the archive")
-        result = await search_beside_the_warm_up(runner, searching)
+        result = await search_beside_the_warm_up(runner, vault, searching)
     finally:
         runner.close()
     assert (result.get("totalNotes"), result.get("partial")) == (NOTES, False), result
@@ -116,7 +119,7 @@ async def test_searches_sent_at_start_up_are_never_held_by_the_warm_up(
         runner = runner_on(vault, cache_dir=tmp_path / f"cache{attempt}", call_budget=BUDGET, structured_content=True)
         try:
             runner.start_warm_up()
-            result = await search_beside_the_warm_up(runner)
+            result = await search_beside_the_warm_up(runner, vault)
         finally:
             runner.close()
         assert (result.get("totalNotes"), result.get("partial")) == (NOTES, False), (attempt, result)

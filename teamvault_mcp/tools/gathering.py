@@ -152,7 +152,7 @@ def _fetch(
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
     project = (ctx.sync or VaultSync()).project(project_id, cache, indexer(index, cache))
     lock = threading.Lock()
-    last_report = [0.0]
+    last_report = [0.0, -1.0]  # when, and what, was last reported
 
     def keep_going() -> str | None:
         if ctx.token is not None and ctx.token.cancelled:
@@ -177,6 +177,8 @@ def _fetch(
         scope=scope,
         progress=progress,
     )
+    # The end is always told: notes others fetched may all have landed before this call's threads first looked.
+    progress(sum(1 for file in missing if key_of(file) in settled), len(missing))
     for file in missing:
         content_hash = settled.get(key_of(file))
         entry = index.get(content_hash) if content_hash else None
@@ -245,9 +247,9 @@ def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: th
         return
     now = time.monotonic()
     with lock:
-        if done < total and now - last[0] < PROGRESS_EVERY:
+        if done == last[1] or (done < total and now - last[0] < PROGRESS_EVERY):
             return
-        last[0] = now
+        last[0], last[1] = now, done
     ctx.progress(done, total, f"downloaded {done} of {total} notes to search")
 
 
