@@ -4,8 +4,9 @@
 
 The wheel must hold every ``.py`` file under ``teamvault_mcp/`` (a subpackage that ``setup.cfg`` does not
 find would be missing from every non-editable install). The sdist must hold what ``MANIFEST.in`` promises:
-the package, its metadata and the whole test suite with its helpers; and none of the benchmarks, CI files or
-installed npm packages. Prints one line per missing or unwanted file and exits 1 if there is any.
+the package, its metadata, the docs (``tests/test_readme.py`` and ``tests/test_docs.py`` read them) and the whole
+test suite with its helpers; and none of the benchmarks, CI files or installed npm packages. Prints one line per
+missing or unwanted file and exits 1 if there is any.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SDIST_TOP = ("LICENSE", "README.md", "MANIFEST.in", "setup.cfg", "pyproject.toml")
-SDIST_TREES = ("teamvault_mcp/", "tests/")
+SDIST_TREES = ("teamvault_mcp/", "tests/", "docs/")
 NOT_IN_SDIST = ("bench/", ".ci/", "tests/interop/node_modules/")
 
 

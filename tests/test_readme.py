@@ -1,4 +1,8 @@
-"""The README's worked example of a schema note is true: the note gives exactly the tool and the note it shows."""
+"""The README and docs/ are held to the code: the worked schema example, every argument a call names, the tools
+tables, the lists of tools by their hints, the Node versions, the variables.
+
+Each check reads the page its text lives on (the README keeps what a newcomer needs; the reference is in docs/).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,21 @@ from pathlib import Path
 from teamvault_mcp.text import frontmatter
 from teamvault_mcp.text.schema_notes import parse_schema_note
 
-README_PATH = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README_PATH = ROOT / "README.md"
 README = README_PATH.read_text()
+#: Every page of docs/ but the REST contract, which describes the server rather than this program.
+DOCS = {path.name: path.read_text() for path in sorted((ROOT / "docs").glob("*.md")) if path.name != "teamvault-api.md"}
+TOOLS_PAGE = DOCS["tools.md"]
+SCHEMAS_PAGE = DOCS["structured-notes.md"]
+DEVELOPMENT_PAGE = DOCS["development.md"]
+#: The README and the docs, as one text: what a call or a variable anywhere in them names must exist.
+EVERY_PAGE = "\n".join([README, *DOCS.values()])
 
 
-def block_after(marker: str, fence: str, language: str) -> str:
-    start = README.index(marker)
-    match = re.compile(rf"^{fence}{language}\n(.*?)^{fence}$", re.M | re.S).search(README, start)
+def block_after(marker: str, fence: str, language: str, text: str = SCHEMAS_PAGE) -> str:
+    start = text.index(marker)
+    match = re.compile(rf"^{fence}{language}\n(.*?)^{fence}$", re.M | re.S).search(text, start)
     assert match is not None, f"no {language} block after {marker!r}"
     return match.group(1)
 
@@ -90,13 +102,14 @@ def shell_calls(text: str) -> list[tuple[str, list[str]]]:
     return found
 
 
-def test_every_argument_a_call_in_the_readme_names_exists_on_its_tool() -> None:
+def test_every_argument_a_call_in_the_readme_and_the_docs_names_exists_on_its_tool() -> None:
     tools = tool_table()
     tools["upsert_recipe"] = recipe_fields()  # the worked schema example's tool
-    calls = call_forms(README, set(tools)) + shell_calls(README)
-    assert len(calls) > 25, "the scanner finds the README's calls"
+    calls = call_forms(EVERY_PAGE, set(tools)) + shell_calls(EVERY_PAGE)
+    assert len(calls) > 25, "the scanner finds the calls of the README and the docs"
+    assert len(call_forms(TOOLS_PAGE, set(tools))) > 25, "the scanner finds the calls of docs/tools.md"
     unknown = [(tool, name) for tool, names in calls for name in names if name not in tools[tool]]
-    assert unknown == [], f"the README names arguments these tools do not have: {unknown}"
+    assert unknown == [], f"the README or the docs name arguments these tools do not have: {unknown}"
 
 
 def test_every_argument_the_help_and_the_instructions_name_exists() -> None:
@@ -127,21 +140,22 @@ def test_every_argument_the_help_and_the_instructions_name_exists() -> None:
     assert loose == set(), f"these help texts name arguments no tool has: {sorted(loose)}"
 
 
-#: Lower-case `name=` in the README that are not tool arguments.
+#: Lower-case `name=` in the README and the docs that are not tool arguments.
 NOT_ARGUMENTS = {"key", "synchronous"}  # the placeholder of `key=value`; SQLite's `synchronous=FULL`
 
 
-def test_every_lone_argument_the_readme_shows_exists() -> None:
+def test_every_lone_argument_the_readme_and_the_docs_show_exists() -> None:
     # `limit=`, `mode="phrase"`, `dryRun=true` in running text: an argument of some tool (or of the worked schema)
     every = set().union(*tool_table().values(), recipe_fields(), NOT_ARGUMENTS)
-    shown = set(re.findall(r"`([a-z][A-Za-z_]*)=", README))
-    assert shown - every == set(), f"the README shows arguments no tool has: {sorted(shown - every)}"
+    shown = set(re.findall(r"`([a-z][A-Za-z_]*)=", EVERY_PAGE))
+    assert len(shown) > 10, "the scanner finds the arguments shown in running text"
+    assert shown - every == set(), f"the README or the docs show arguments no tool has: {sorted(shown - every)}"
 
 
 def test_the_tools_table_lists_every_tool_with_its_kind_and_arguments() -> None:
     from teamvault_mcp.tools.table import TOOLS
 
-    rows = re.findall(r"^\| `([a-z_<>]+)` \| (read|write) \| (.*?) \| .* \|$", README, re.M)
+    rows = re.findall(r"^\| `([a-z_<>]+)` \| (read|write) \| (.*?) \| .* \|$", TOOLS_PAGE, re.M)
     table = {name: (kind, arguments) for name, kind, arguments in rows}
     assert set(table) == {tool.name for tool in TOOLS} | {"upsert_<schema>"}
     for tool in TOOLS:
@@ -153,20 +167,32 @@ def test_the_tools_table_lists_every_tool_with_its_kind_and_arguments() -> None:
         assert named == {param.name for param in tool.params}, tool.name
 
 
-def sentence_with(marker: str) -> str:
-    start = README.index(marker)
-    end = README.index(".", start + len(marker))
-    return README[start:end]
+def test_the_readme_lists_every_tool_once_with_its_kind() -> None:
+    from teamvault_mcp.tools.table import TOOLS
+
+    rows = re.findall(r"^\| `([a-z_<>]+)` \| (read|write) \| [^|]+ \|$", README, re.M)
+    assert len(rows) == len({name for name, _ in rows}), "a tool listed twice"
+    kinds = dict(rows)
+    assert set(kinds) == {tool.name for tool in TOOLS} | {"upsert_<schema>"}
+    assert kinds["upsert_<schema>"] == "write"
+    for tool in TOOLS:
+        assert kinds[tool.name] == ("write" if tool.writes else "read"), tool.name
 
 
-def test_the_readme_says_which_tools_take_no_project_id() -> None:
+def sentence_with(marker: str, text: str = TOOLS_PAGE) -> str:
+    start = text.index(marker)
+    end = text.index(".", start + len(marker))
+    return text[start:end]
+
+
+def test_the_docs_say_which_tools_take_no_project_id() -> None:
     from teamvault_mcp.tools.table import TOOLS
 
     named = set(re.findall(r"`([a-z_<>]+)`", sentence_with("Every tool except")))
     assert named == {tool.name for tool in TOOLS if not tool.takes_project} | {"upsert_<schema>"}
 
 
-def test_the_readme_lists_the_destructive_and_the_non_idempotent_tools() -> None:
+def test_the_docs_list_the_destructive_and_the_non_idempotent_tools() -> None:
     from teamvault_mcp.tools.table import TOOLS
 
     destructive = sentence_with("The write tools that replace or remove content").split("; ")[0]
@@ -179,15 +205,17 @@ def test_the_readme_lists_the_destructive_and_the_non_idempotent_tools() -> None
     }
 
 
-def test_the_readme_gives_the_node_versions_the_interop_packages_declare() -> None:
-    lock = json.loads((README_PATH.parent / "tests" / "interop" / "package-lock.json").read_text())
+def test_the_docs_give_the_node_versions_the_interop_packages_declare() -> None:
+    lock = json.loads((ROOT / "tests" / "interop" / "package-lock.json").read_text())
     for package in ("@modelcontextprotocol/inspector", "@modelcontextprotocol/sdk"):
         declared = lock["packages"][f"node_modules/{package}"]["engines"]["node"]
         version = lock["packages"][f"node_modules/{package}"]["version"]
-        assert f"`{package}` {version}" in README and f"declares Node `{declared}`" in README, package
+        page = DEVELOPMENT_PAGE
+        assert f"`{package}` {version}" in page and f"declares Node `{declared}`" in page, package
 
 
-def test_every_variable_the_readme_names_is_read_by_the_program() -> None:
-    source = "\n".join(path.read_text() for path in (README_PATH.parent / "teamvault_mcp").rglob("*.py"))
-    named = set(re.findall(r"\bTEAM_VAULT_[A-Z_]+[A-Z]\b", README))
+def test_every_variable_the_readme_and_the_docs_name_is_read_by_the_program() -> None:
+    source = "\n".join(path.read_text() for path in (ROOT / "teamvault_mcp").rglob("*.py"))
+    named = set(re.findall(r"\bTEAM_VAULT_[A-Z_]+[A-Z]\b", EVERY_PAGE))
+    assert len(named) > 25, "the scanner finds the variables"
     assert named and {name for name in named if f'"{name}"' not in source and "TEAM_VAULT_{" not in name} == set()
