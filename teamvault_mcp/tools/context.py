@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.text.noteindex import NoteIndex
     from teamvault_mcp.text.search import SearchIndex
     from teamvault_mcp.tools.note_locks import NoteLocks
-    from teamvault_mcp.tools.registry import SchemaRegistry
+    from teamvault_mcp.tools.schema_registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
     from teamvault_mcp.vault.interrupt import CancelToken
