@@ -279,9 +279,18 @@ def search_module() -> Any:
         return importlib.import_module("teamvault_mcp.search")
 
 
+def minute_from_now() -> Any:
+    """A deadline a minute away, as the package measured takes it: a Deadline, or a monotonic time before issue 28."""
+    try:
+        from teamvault_mcp.text.deadlines import Deadline
+    except ImportError:
+        return time.monotonic() + 60
+    return Deadline.after(60, time.monotonic)
+
+
 def with_matcher(pattern: str, entries: list[Any]) -> None:
     matcher = search_module().Matcher(pattern, "regex")
-    deadline = time.monotonic() + 60
+    deadline = minute_from_now()
     for entry in entries:
         matcher.lines("n.md", entry, deadline=deadline)
 

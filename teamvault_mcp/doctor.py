@@ -427,7 +427,7 @@ class Doctor:
         if project is None:
             self._add("schemas", "skip", "skipped: no readable default project")
             return
-        from teamvault_mcp.tools.registry import SchemaRegistry
+        from teamvault_mcp.tools.schema_registry import SchemaRegistry
 
         registry = SchemaRegistry(project.id, config.schema_dir)
         with self._client(config) as client:

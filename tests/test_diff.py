@@ -6,6 +6,7 @@ import difflib
 import random
 import time
 
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.diff import DIFF_WORK, unified_diff
 
 #: 40,000 lines, every other one changed by the edit: difflib takes over a minute on it (bench/bounds_bench.py).
@@ -53,7 +54,7 @@ def test_a_one_line_change_in_a_long_note_is_diffed_in_full_well_within_the_boun
 
 
 def test_a_diff_past_its_deadline_is_the_count_too() -> None:
-    said = unified_diff("a\nb\nc\n", "a\nB\nc\nd\n", before="a", after="b", deadline=time.monotonic() - 1)
+    said = unified_diff("a\nb\nc\n", "a\nB\nc\nd\n", before="a", after="b", deadline=Deadline.after(-1, time.monotonic))
     assert said == "2 lines changed; diff too large to show — read_note to check"
 
 

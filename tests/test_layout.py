@@ -40,7 +40,7 @@ INDEPENDENT = (("server", "doctor"),)
 FAMILIES = ("tools.notes", "tools.reading", "tools.outline", "tools.search", "tools.history", "tools.frontmatter")
 FAMILIES += ("tools.schemas", "tools.sections", "tools.replacing", "tools.graph", "tools.changes")
 #: What the families share: it imports no family (nor the table that collects them).
-SHARED_TOOLS = ("tools.kinds", "tools.spec", "tools.context", "tools.registry")
+SHARED_TOOLS = ("tools.kinds", "tools.spec", "tools.context", "tools.schema_registry")
 SHARED_TOOLS += ("tools.writes", "tools.no_lost_updates", "tools.versions", "tools.gathering", "tools.missing")
 SHARED_TOOLS += ("tools.team_note", "tools.indexing", "tools.relinking")
 #: Third-party packages only some folders may import.

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from teamvault_mcp.text.markdown import Document, Heading, SectionNotFound, find_section, parse, split_lines
+from teamvault_mcp.text.markdown import Document, Heading, MissingHeading, find_section, parse, split_lines
 
 
 def outline(text: str) -> list[tuple[int, str, int, int]]:
@@ -162,16 +162,16 @@ def test_a_name_may_be_given_in_another_case_or_spacing_when_unambiguous() -> No
 def test_an_ambiguous_loose_name_is_not_guessed() -> None:
     document = parse("# Notes\n# NOTES\n")
     assert find_section(document, ["NOTES"]).start_line == 2  # the exact name wins
-    with pytest.raises(SectionNotFound):
+    with pytest.raises(MissingHeading):
         find_section(document, ["notes "])
 
 
 def test_a_missing_section_names_what_exists_at_its_level() -> None:
     document = parse("# A\n## A1\n## A2\n# B\n")
-    with pytest.raises(SectionNotFound) as caught:
+    with pytest.raises(MissingHeading) as caught:
         find_section(document, ["A", "A3"])
     assert (caught.value.found, caught.value.missing, caught.value.available) == (("A",), "A3", ["A1", "A2"])
-    with pytest.raises(SectionNotFound) as caught:
+    with pytest.raises(MissingHeading) as caught:
         find_section(document, ["C"])
     assert caught.value.available == ["A", "B"]
 

@@ -10,6 +10,7 @@ import pytest
 import regex
 
 from teamvault_mcp.errors import EditFailedError, ResultTooLargeError, ToolInputError
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.markdown import split_lines
 from teamvault_mcp.text.replace import (
     CHANGE_CHARS,
@@ -181,7 +182,7 @@ def test_a_regex_line_that_takes_too_long_fails_its_note_rather_than_being_skipp
 def test_a_regex_replace_past_its_deadline_raises_time_up() -> None:
     replacer = Replacer("a+", "b", regex=True)
     with pytest.raises(TimeUp):
-        replacer.apply("a\n" * 10, deadline=time.monotonic() - 1)
+        replacer.apply("a\n" * 10, deadline=Deadline.after(-1, time.monotonic))
 
 
 def test_one_replacer_serves_many_notes() -> None:

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.folding import fold
 from teamvault_mcp.text.fuzzy import find_paths
 from teamvault_mcp.text.regex_subset import REGEX_LINE_CHARS, UnsafeRegexError, safe_regex
@@ -217,7 +218,7 @@ def test_a_line_that_takes_too_long_is_skipped_and_counted_and_the_rest_still_ma
     # `\w*(?=\w*x)` backtracks for about a second on 1,000 word characters; the line gets 0.2 s of CPU.
     matcher = Matcher(r"\w*(?=\w*x)", "regex")
     entry = NoteText("# Title\n" + "a" * 1000 + "\n" + "the box\n")
-    matches = matcher.lines("big.md", entry, deadline=time.monotonic() + 60)
+    matches = matcher.lines("big.md", entry, deadline=Deadline.after(60, time.monotonic))
     assert [match.index for match in matches] == [2]  # "the box" still matches
     assert matcher.slow_lines == {"big.md": 1}
     hit = matcher.hit("big.md", entry, matches[0])
@@ -228,7 +229,7 @@ def test_a_search_whose_own_time_runs_out_inside_a_line_stops_there() -> None:
     matcher = Matcher(r"\w*(?=\w*x)", "regex")
     entry = NoteText("a" * 1000 + "\n")
     with pytest.raises(TimeUp):
-        matcher.lines("big.md", entry, deadline=time.monotonic() + 0.05)
+        matcher.lines("big.md", entry, deadline=Deadline.after(0.05, time.monotonic))
     assert matcher.slow_lines == {}  # not the line's fault: the note counts as not searched
 
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from teamvault_mcp.errors import EditFailedError, ToolInputError
-from teamvault_mcp.text.markdown import SectionNotFound, find_section, parse
+from teamvault_mcp.text.markdown import MissingHeading, find_section, parse
 from teamvault_mcp.text.sections import content_lines, create_note_with, edit_section, place
 
 MEETING = (
@@ -378,11 +378,11 @@ def test_a_prepend_and_an_append_to_an_empty_section_are_alike() -> None:
 
 
 def test_a_missing_section_raises_what_section_reads_raise_with_the_headings_at_that_level() -> None:
-    with pytest.raises(SectionNotFound) as caught:
+    with pytest.raises(MissingHeading) as caught:
         edit_section(MEETING, ["Weekly sync", "Actions"], "- x")
     assert (caught.value.found, caught.value.missing) == (("Weekly sync",), "Actions")
     assert caught.value.available == ["Attendees", "Action items", "Notes"]
-    with pytest.raises(SectionNotFound) as caught:
+    with pytest.raises(MissingHeading) as caught:
         edit_section("no headings\n", ["A"], "x")
     assert caught.value.available == []
 
@@ -399,7 +399,7 @@ def test_an_ambiguous_breadcrumb_is_refused_with_the_tocpaths_to_use() -> None:
 
 
 def test_a_missing_breadcrumb_names_what_exists() -> None:
-    with pytest.raises(SectionNotFound) as caught:
+    with pytest.raises(MissingHeading) as caught:
         edit_section("# A\n## B\n", "A > C", "x")
     assert (caught.value.found, caught.value.missing, caught.value.available) == (("A",), "C", ["B"])
 

@@ -50,7 +50,7 @@ from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolOutput, ToolSet
 from teamvault_mcp.tools.gathering import warm_up
 from teamvault_mcp.tools.note_locks import LOCK_RESERVE, NoteLocks
-from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
+from teamvault_mcp.tools.schema_registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import not_offered, tools_for
 from teamvault_mcp.vault.ahead import CONNECTIONS_AHEAD, ConnectionsAhead

@@ -13,11 +13,11 @@ changed lines in linear time, instead of the diff.
 from __future__ import annotations
 
 import difflib
-import time
 from collections import Counter
 from collections.abc import Sequence
 from itertools import accumulate
 
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.markdown import split_lines
 
 #: A diff shown inside an error message stops after this many lines.
@@ -38,7 +38,7 @@ class _BoundedMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
     deadline is reached. Each search is charged before it runs: the lines of both ranges, and for each
     line of the first range every place it occurs in the second sequence (an upper bound on its loop)."""
 
-    def __init__(self, a: Sequence[str], b: Sequence[str], max_work: int, deadline: float | None) -> None:
+    def __init__(self, a: Sequence[str], b: Sequence[str], max_work: int, deadline: Deadline | None) -> None:
         super().__init__(None, a, b)
         places: dict[str, list[int]] = vars(self)["b2j"]  # where each line of b is, popular lines left out
         self._occurring = [0, *accumulate(len(places.get(line, ())) for line in a)]
@@ -50,7 +50,7 @@ class _BoundedMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
         ahi = self._sizes[0] if ahi is None else ahi
         bhi = self._sizes[1] if bhi is None else bhi
         self._work_left -= (ahi - alo) + (bhi - blo) + self._occurring[ahi] - self._occurring[alo]
-        if self._work_left < 0 or (self._deadline is not None and time.monotonic() > self._deadline):
+        if self._work_left < 0 or (self._deadline is not None and self._deadline.passed()):
             raise _TooMuchWork()
         return super().find_longest_match(alo, ahi, blo, bhi)
 
@@ -62,12 +62,12 @@ def unified_diff(
     before: str,
     after: str,
     context: int = 3,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
     max_work: int = DIFF_WORK,
 ) -> str:
     """The unified diff from ``old`` to ``new`` (``---``/``+++`` labelled ``before``/``after``); "" if equal.
 
-    Past ``max_work`` or ``deadline`` (monotonic seconds), :func:`too_large_summary` instead: one line,
+    Past ``max_work`` or ``deadline``, :func:`too_large_summary` instead: one line,
     never starting with ``---``.
     """
     old_lines = [line.rstrip("\r\n") for line in split_lines(old)]

@@ -15,7 +15,7 @@ from teamvault_mcp.text.markdown import (
     AmbiguousBreadcrumb,
     Document,
     Heading,
-    SectionNotFound,
+    MissingHeading,
     find_breadcrumb,
     find_section,
     parse,
@@ -151,7 +151,7 @@ def section_of(path: str, document: Document, toc_path: list[str] | str) -> Head
             f"{json.dumps(printable(ambiguous.text), ensure_ascii=False)} names more than one section of "
             f"{printable(path)}: {forms}. Pass the one you mean as a list of names."
         ) from None
-    except SectionNotFound as missing:
+    except MissingHeading as missing:
         top_level = _listed([heading.name for heading in document.headings])
         available = _listed(missing.available)
         raise SectionNotFoundError(

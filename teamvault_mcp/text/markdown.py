@@ -91,9 +91,10 @@ class Document:
         return "".join(self.lines[start_line - 1 : end_line])
 
 
-class SectionNotFound(LookupError):
+class MissingHeading(LookupError):
     """No heading at ``missing`` under ``found``; ``available`` are the names that exist there, ``closest`` the
-    tocPaths of the headings anywhere in the note whose names come closest to ``missing``."""
+    tocPaths of the headings anywhere in the note whose names come closest to ``missing``. A lookup in one
+    parsed text, without a path: the tools answer it as ``errors.SectionNotFoundError``, which names the note."""
 
     def __init__(
         self,
@@ -163,11 +164,11 @@ def find_section(document: Document, toc_path: list[str]) -> Heading:
         if heading is None:
             listed = {(*found, h.name) for h in level} | {(h.name,) for h in document.headings}
             closest = [path for path in closest_sections(document, wanted) if path not in listed]
-            raise SectionNotFound(found, wanted, [h.name for h in level], closest)
+            raise MissingHeading(found, wanted, [h.name for h in level], closest)
         found = heading.path
         level = heading.children
     if heading is None:
-        raise SectionNotFound((), "", [h.name for h in document.headings])
+        raise MissingHeading((), "", [h.name for h in document.headings])
     return heading
 
 
@@ -201,7 +202,7 @@ def find_breadcrumb(document: Document, text: str) -> Heading:
     """The heading a breadcrumb string names (``Runbook > Failover``), trying every split of the string at
     `` > `` so that a title holding `` > `` is found too: first by exact names, then ignoring case and spacing.
 
-    :class:`AmbiguousBreadcrumb` when it names two sections; :class:`SectionNotFound` (as for the list
+    :class:`AmbiguousBreadcrumb` when it names two sections; :class:`MissingHeading` (as for the list
     split at every `` > ``) when it names none.
     """
     for key in (str, _loose):

@@ -43,7 +43,6 @@ import bisect
 import re
 import re._constants as sre  # type: ignore[import-not-found]  # the stdlib parser regex_subset uses too,
 import re._parser as sre_parse  # type: ignore[import-not-found]  # to see what a pattern asks for
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from typing import Any
 import regex
 
 from teamvault_mcp.errors import EditFailedError, ToolInputError
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.diff import newline_of, shortened, unified_diff, with_newline
 from teamvault_mcp.text.links import target_spans
 from teamvault_mcp.text.markdown import split_lines
@@ -133,8 +133,8 @@ class Replacer:
             self._pattern = _regex.compile(escaped, _regex.VERSION0 | flags)
         self._template = _template(replace, self._pattern) if regex else [replace]
 
-    def matches(self, text: str, deadline: float | None = None) -> list[Match]:
-        """Every match in ``text``, in order. ``deadline`` (monotonic) is checked between lines: :class:`TimeUp`."""
+    def matches(self, text: str, deadline: Deadline | None = None) -> list[Match]:
+        """Every match in ``text``, in order. ``deadline`` is checked between lines: :class:`TimeUp`."""
         found = list(self._found(text, deadline))
         if not found:
             return []
@@ -145,23 +145,23 @@ class Replacer:
             result.append(Match(start, end, line + 1, start - starts[line] + 1, text[start:end]))
         return result
 
-    def count(self, text: str, deadline: float | None = None) -> int:
+    def count(self, text: str, deadline: Deadline | None = None) -> int:
         """How many matches ``text`` has (no new text is built: for the notes a preview only counts)."""
         return len(self._found(text, deadline))
 
-    def measure(self, text: str, deadline: float | None = None) -> tuple[int, int]:
+    def measure(self, text: str, deadline: Deadline | None = None) -> tuple[int, int]:
         """How many matches ``text`` has, and its size in bytes of UTF-8 with them replaced (nothing is built)."""
         count, size, _ = self.measure_links(text, deadline)
         return count, size
 
-    def measure_links(self, text: str, deadline: float | None = None) -> tuple[int, int, list[LinkMatch]]:
+    def measure_links(self, text: str, deadline: Deadline | None = None) -> tuple[int, int, list[LinkMatch]]:
         """:meth:`measure`, and the matches inside link targets: replaced (they break the link), or with
         ``links="keep"`` left alone (not counted, not sized)."""
         found, in_links = self._split(text, deadline)
         return len(found), self._size_after(text, found, self._template_for(newline_of(text))), in_links
 
     def apply(
-        self, text: str, deadline: float | None = None, *, max_bytes: int | None = None, path: str = "the note"
+        self, text: str, deadline: Deadline | None = None, *, max_bytes: int | None = None, path: str = "the note"
     ) -> tuple[str, int]:
         """``text`` with every match replaced, and how many there were.
 
@@ -206,14 +206,14 @@ class Replacer:
                     size += times * utf8_size(match.group(group) or "")
         return size
 
-    def _found(self, text: str, deadline: float | None) -> list[tuple[int, int, regex.Match[str]]]:
+    def _found(self, text: str, deadline: Deadline | None) -> list[tuple[int, int, regex.Match[str]]]:
         """The matches to replace: every match, or with ``links="keep"`` those outside link targets."""
         if not self.keep_links:
             return self._every(text, deadline)
         return self._split(text, deadline)[0]
 
     def _split(
-        self, text: str, deadline: float | None
+        self, text: str, deadline: Deadline | None
     ) -> tuple[list[tuple[int, int, regex.Match[str]]], list[LinkMatch]]:
         """The matches to replace, and the matches inside link targets (with ``links="keep"``, not among the first)."""
         found = self._every(text, deadline)
@@ -237,7 +237,7 @@ class Replacer:
             kept.append(item)
         return kept, in_links
 
-    def _every(self, text: str, deadline: float | None) -> list[tuple[int, int, regex.Match[str]]]:
+    def _every(self, text: str, deadline: Deadline | None) -> list[tuple[int, int, regex.Match[str]]]:
         if self._literal and self._literal not in text:
             return []  # the common case of a rename: most notes lack the word; one C-speed scan says so
         if not self.regex:
@@ -253,7 +253,7 @@ class Replacer:
         found = []
         offset = 0
         for index, line in enumerate(bare):
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and deadline.passed():
                 raise TimeUp()
             for match in self._line_matches(line, index, deadline):
                 found.append((offset + match.start(), offset + match.end(), match))
@@ -278,10 +278,10 @@ class Replacer:
                 self._whole_text = None
             return True
 
-    def _line_matches(self, line: str, index: int, deadline: float | None) -> list[regex.Match[str]]:
+    def _line_matches(self, line: str, index: int, deadline: Deadline | None) -> list[regex.Match[str]]:
         if len(line) <= self.untimed_chars:
             return list(self._pattern.finditer(line)) if self._pattern.search(line) else []
-        seconds = REGEX_LINE_SECONDS if deadline is None else min(REGEX_LINE_SECONDS, deadline - time.monotonic())
+        seconds = REGEX_LINE_SECONDS if deadline is None else min(REGEX_LINE_SECONDS, deadline.left())
         if seconds <= 0:
             raise TimeUp()
         try:
@@ -439,7 +439,7 @@ def compact_diff(
     *,
     max_lines: int = PREVIEW_DIFF_LINES,
     around: int = CONTEXT_CHARS,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> str:
     """The changed lines of a unified diff (no context lines, no file header), each cut to the change and
     ``around`` characters on each side of it, at most ``max_lines`` lines; a diff too costly to compute by

@@ -29,12 +29,12 @@ from __future__ import annotations
 import math
 import re
 import threading
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from teamvault_mcp.text import frontmatter
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.folding import fold
 from teamvault_mcp.text.markdown import Document, Heading, parse, split_lines
 from teamvault_mcp.text.properties import MISSING, field_value
@@ -331,11 +331,11 @@ class Matcher:
         folded_path = folded_path_of(path)
         return [entry.folded.count(term) + (term in folded_path) for term in self.terms]
 
-    def lines(self, path: str, entry: NoteText, deadline: float | None = None) -> list[LineMatch]:
+    def lines(self, path: str, entry: NoteText, deadline: Deadline | None = None) -> list[LineMatch]:
         """The matching lines of a note, scored; [] when the note does not match.
 
         Cheap on purpose: it runs on every note. A regex search checks ``deadline``
-        (monotonic) between lines and raises :class:`TimeUp`.
+        between lines and raises :class:`TimeUp`.
         """
         if self.regex is not None:
             return self._regex_lines(path, entry, deadline)
@@ -387,19 +387,19 @@ class Matcher:
             at = text.find(rare, end)
         return False
 
-    def _regex_lines(self, path: str, entry: NoteText, deadline: float | None) -> list[LineMatch]:
+    def _regex_lines(self, path: str, entry: NoteText, deadline: Deadline | None) -> list[LineMatch]:
         assert self.regex is not None
         compiled, untimed = self.regex.compiled, self.regex.untimed_chars
         found = []
         for index, line in enumerate(entry.lines):
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and deadline.passed():
                 raise TimeUp()
             if min(len(line), REGEX_LINE_CHARS) <= untimed:
                 match = compiled.search(line, 0, REGEX_LINE_CHARS)
             else:
                 seconds = REGEX_LINE_SECONDS
                 if deadline is not None:
-                    seconds = min(seconds, deadline - time.monotonic())
+                    seconds = min(seconds, deadline.left())
                 if seconds <= 0:
                     raise TimeUp()
                 try:
@@ -496,11 +496,11 @@ _WORD = re.compile(r"\w+")
 CLOSE_WORD_MIN = 4
 
 
-def vocabulary(entries: Iterable[Indexed], deadline: float | None = None) -> Counter[str]:
-    """How many of ``entries`` hold each word; stops counting at ``deadline`` (monotonic)."""
+def vocabulary(entries: Iterable[Indexed], deadline: Deadline | None = None) -> Counter[str]:
+    """How many of ``entries`` hold each word; stops counting at ``deadline``."""
     counts: Counter[str] = Counter()
     for entry in entries:
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and deadline.passed():
             break
         counts.update(frozenset(_WORD.findall(entry.folded)))
     return counts

@@ -70,7 +70,7 @@ class Placement:
 def edit_section(text: str, section: Sequence[str] | str, content: str, mode: str = "append") -> str:
     """``text`` with ``content`` put into ``section`` by ``mode`` (see the module docstring).
 
-    Raises :class:`SectionNotFound` (markdown.py's, as section reads do) for a missing section,
+    Raises :class:`MissingHeading` (markdown.py's, as section reads do) for a missing section,
     :class:`AmbiguousBreadcrumb` for a single name that two headings below the top level have,
     :class:`ToolInputError` for a bad mode, empty content to add or an ambiguous breadcrumb,
     :class:`EditFailedError` when the content cannot go there without breaking the note.

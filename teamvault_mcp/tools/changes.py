@@ -29,7 +29,7 @@ from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schem
 from teamvault_mcp.tools.versions import oldest_first, version_author
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.client import VaultFile, VaultVersion
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -74,7 +74,7 @@ def change_of(file: VaultFile, since: datetime.datetime | None) -> Change | None
 
 
 def versions_change(
-    listed: Change, versions: list[dict[str, Any]], since: datetime.datetime | None, me: str | None, *, mine: bool
+    listed: Change, versions: list[VaultVersion], since: datetime.datetime | None, me: str | None, *, mine: bool
 ) -> Change | None:
     """What the versions in the window say happened to a live note; None: nothing left once ``mine`` are dropped.
 
@@ -86,7 +86,7 @@ def versions_change(
         return Change(listed.path, "moved", listed.when, None)
     created = window[0] is ordered[0] and (since is not None or len(ordered) == 1)
     if not mine:
-        window = [v for v in window if me is None or v.get("authorId") != me]
+        window = [v for v in window if me is None or v.author_id != me]
         if not window:
             return None
         created = created and window[0] is ordered[0]
@@ -96,11 +96,11 @@ def versions_change(
     return Change(
         listed.path,
         "created" if created else "updated",
-        _stamp(newest) if newest.get("createdAt") else listed.when,
-        newest.get("authorId"),
+        _stamp(newest) if newest.created_at else listed.when,
+        newest.author_id,
         creator=names[0] if created else None,
         authors=tuple(dict.fromkeys(reversed(later))),
-        you=me is not None and newest.get("authorId") == me,
+        you=me is not None and newest.author_id == me,
     )
 
 
@@ -198,7 +198,7 @@ def _with_versions(
         raise
     except TeamVaultError:
         versions = []  # the listing's dates and last writer still say something
-    if not versions or not all(parse_moment(v.get("createdAt")) for v in versions):
+    if not versions or not all(parse_moment(v.created_at) for v in versions):
         you = me is not None and listed.by == me
         if you and not mine:
             return None
@@ -208,14 +208,14 @@ def _with_versions(
     return versions_change(listed, versions, since, me, mine=mine)
 
 
-def _stamp(version: dict[str, Any]) -> datetime.datetime:
-    moment = parse_moment(version.get("createdAt"))
+def _stamp(version: VaultVersion) -> datetime.datetime:
+    moment = parse_moment(version.created_at)
     assert moment is not None  # _with_versions checked every version's date
     return moment
 
 
-def _name(version: dict[str, Any], me: str | None) -> str:
-    if me is not None and version.get("authorId") == me:
+def _name(version: VaultVersion, me: str | None) -> str:
+    if me is not None and version.author_id == me:
         return "you"
     return version_author(version) or "an unknown author"
 

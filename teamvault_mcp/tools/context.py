@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +26,7 @@ from teamvault_mcp.errors import (
     ToolInputError,
     printable,
 )
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.missing import Listings, Revival, not_found
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.text.noteindex import NoteIndex
     from teamvault_mcp.text.search import SearchIndex
     from teamvault_mcp.tools.note_locks import NoteLocks
-    from teamvault_mcp.tools.registry import SchemaRegistry
+    from teamvault_mcp.tools.schema_registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
     from teamvault_mcp.vault.interrupt import CancelToken
@@ -148,10 +148,10 @@ class ToolContext:
         self.remember(project_id, data)
         return Note(stored, file, data)
 
-    def deadline(self, reserve: float) -> float | None:
-        """The monotonic time at which this call's CPU work stops, ``reserve`` seconds before its budget ends, so
-        that the answer is sent in time (None: the call has no budget)."""
-        return None if self.budget is None else time.monotonic() + self.budget.remaining() - reserve
+    def deadline(self, reserve: float) -> Deadline | None:
+        """When this call's CPU work stops, ``reserve`` seconds before its budget ends, so that the answer is sent
+        in time; on the budget's clock (None: the call has no budget)."""
+        return None if self.budget is None else Deadline(self.budget.seconds - reserve, self.budget.elapsed)
 
     def yaml_check(self, path: str) -> Callable[[], None]:
         """Stops reading or changing the YAML of ``path`` when the call is cancelled or its budget has run out:

@@ -245,7 +245,7 @@ class Texts:
 def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: threading.Lock) -> None:
     if ctx.progress is None:
         return
-    now = time.monotonic()
+    now = time.monotonic()  # the machine's clock: a pace for the host, not a limit of the call (budget's)
     with lock:
         if done == last[1] or (done < total and now - last[0] < PROGRESS_EVERY):
             return

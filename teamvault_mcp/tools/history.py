@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NotTextError, TeamVaultError, ToolInputError, printable, short_hash
 from teamvault_mcp.text.diff import unified_diff
@@ -33,6 +33,9 @@ from teamvault_mcp.tools.spec import (
 from teamvault_mcp.tools.versions import version_author
 from teamvault_mcp.tools.writes import expect
 
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.client import VaultFile, VaultVersion
+
 
 def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     """One line per version, newest first: ``v2 · 2026-12-01 07:17 · Ada · 481ccb07``."""
@@ -50,19 +53,19 @@ def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     return answer.output()
 
 
-def version_line(version: dict[str, Any]) -> str:
+def version_line(version: VaultVersion) -> str:
     """``v2 · 2026-12-01 07:17 · Ada · 481ccb07``, and `` · "message"`` when it has one."""
-    number = version.get("versionNumber")
-    parts = [f"v{number}" if number is not None else f"id {version.get('id')}", _minute(version.get("createdAt"))]
+    number = version.number
+    parts = [f"v{number}" if number is not None else f"id {version.id}", _minute(version.created_at)]
     parts.append(version_author(version) or "unknown author")
-    parts.append((version.get("contentHash") or "no hash")[:8])
-    if version.get("message"):
-        parts.append(json.dumps(version["message"], ensure_ascii=False))
+    parts.append((version.content_hash or "no hash")[:8])
+    if version.message:
+        parts.append(json.dumps(version.message, ensure_ascii=False))
     return " · ".join(printable(str(part)) for part in parts)
 
 
-def _minute(iso: Any) -> str:
-    text = iso if isinstance(iso, str) else ""
+def _minute(iso: str | None) -> str:
+    text = iso or ""
     return f"{text[:10]} {text[11:16]}" if len(text) >= 16 and text[10] == "T" else (text or "time unknown")
 
 
@@ -87,7 +90,7 @@ def diff_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if "to" in args:
         new = _version(versions, args["to"], path)
         new_text = _version_text(ctx, project_id, file, new, path)
-        to_label, to_json = f"version {new.get('versionNumber')}", _summary(new)
+        to_label, to_json = f"version {new.number}", _summary(new)
     else:
         data = ctx.client.download(project_id, file.id)
         new_text = data.decode("utf-8", errors="replace")
@@ -122,24 +125,24 @@ def _diff_since(ctx: ToolContext, args: Mapping[str, Any]) -> datetime.datetime 
 
 
 def _diff_start(
-    versions: list[dict[str, Any]], args: Mapping[str, Any], moment: datetime.datetime | None, path: str
-) -> tuple[dict[str, Any], str]:
+    versions: list[VaultVersion], args: Mapping[str, Any], moment: datetime.datetime | None, path: str
+) -> tuple[VaultVersion, str]:
     """The version a diff starts from, and how its headline names it: ``from``, or the one current at ``moment``."""
     if moment is None:
         old = _version(versions, args["from"], path)
-        return old, f"version {old.get('versionNumber')}"
+        return old, f"version {old.number}"
     if not versions:
         raise TeamVaultError(f"{path} has no saved versions to diff from: the server keeps no history of it.")
-    before: list[tuple[datetime.datetime, dict[str, Any]]] = []
+    before: list[tuple[datetime.datetime, VaultVersion]] = []
     for version in versions:
-        when = parse_moment(version.get("createdAt"))
+        when = parse_moment(version.created_at)
         if when is not None and when <= moment:
             before.append((when, version))
     if before:
         old = max(before, key=lambda pair: pair[0])[1]
-        return old, f"version {old.get('versionNumber')} (the newest at {shown(moment)})"
+        return old, f"version {old.number} (the newest at {shown(moment)})"
     old = versions[-1]  # newest first: the last is the first version
-    return old, f"version {old.get('versionNumber')} (the first: the note was made after {shown(moment)})"
+    return old, f"version {old.number} (the first: the note was made after {shown(moment)})"
 
 
 def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -149,12 +152,10 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         ctx, project_id, note.path, note.file, args.get("expectedHash"), current=(note.content_hash, note.text)
     )
     version = _version(_versions(ctx, project_id, note.file.id), args["version"], note.path)
-    data = ctx.client.download_version(project_id, note.file.id, str(version["id"]))
+    data = ctx.client.download_version(project_id, note.file.id, version.id)
     restored_hash = sha256_hex(data)
     text = data.decode("utf-8", errors="replace")
-    diff = unified_diff(
-        note.text, text, before=f"{note.path} (now)", after=f"{note.path} (version {version.get('versionNumber')})"
-    )
+    diff = unified_diff(note.text, text, before=f"{note.path} (now)", after=f"{note.path} (version {version.number})")
     result: dict[str, Any] = {
         "path": note.path,
         "restoredVersion": _summary(version),
@@ -166,7 +167,7 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         ctx.facts["noop"] = True
         result["action"] = "unchanged"
         result["summary"] = (
-            f"{note.path} already has the content of version {version.get('versionNumber')} (contentHash "
+            f"{note.path} already has the content of version {version.number} (contentHash "
             f"{short_hash(note.content_hash)}): nothing was written."
         )
         return ToolOutput(result["summary"], result)
@@ -175,7 +176,7 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
     result["action"] = "restored"
     add_story(ctx, result, written)
     headline = (
-        f"Restored {note.path} to the content of version {version.get('versionNumber')} as a new version "
+        f"Restored {note.path} to the content of version {version.number} as a new version "
         f"(contentHash {short_hash(restored_hash)}); the content it replaces stays in the history."
     )
     result["summary"] = "".join([headline, *(f" {sentence}" for sentence in written.notes())])
@@ -183,37 +184,42 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
     return ToolOutput(f"{result['summary']}\n{diff}", result)
 
 
-def _versions(ctx: ToolContext, project_id: str, file_id: str) -> list[dict[str, Any]]:
+def _versions(ctx: ToolContext, project_id: str, file_id: str) -> list[VaultVersion]:
     versions = ctx.client.list_versions(project_id, file_id)
-    if all(isinstance(v.get("versionNumber"), int) for v in versions):
-        versions.sort(key=lambda v: v["versionNumber"], reverse=True)  # newest first, whatever the server did
+    if all(v.number is not None for v in versions):
+        versions.sort(key=lambda v: v.number or 0, reverse=True)  # newest first, whatever the server did
     return versions
 
 
-def _version(versions: list[dict[str, Any]], wanted: int | str, path: str) -> dict[str, Any]:
+def _version(versions: list[VaultVersion], wanted: int | str, path: str) -> VaultVersion:
     """The version ``wanted`` names: a number, or an id (a string of digits is tried as both)."""
     for version in versions:
-        if version.get("id") == wanted or version.get("versionNumber") == wanted:
+        if version.id == wanted or version.number == wanted:
             return version
     if isinstance(wanted, str) and wanted.isdigit():
         return _version(versions, int(wanted), path)
-    numbers = sorted((v["versionNumber"] for v in versions if isinstance(v.get("versionNumber"), int)), reverse=True)
+    numbers = sorted((v.number for v in versions if v.number is not None), reverse=True)
     known = f"it has versions {', '.join(map(str, numbers[:30]))}" if numbers else "it has no versions"
     raise TeamVaultError(f"Version {wanted} of {path} not found: {known}. Call list_note_versions to see them.")
 
 
-def _version_text(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> str:
+def _version_text(ctx: ToolContext, project_id: str, file: VaultFile, version: VaultVersion, path: str) -> str:
     return _version_data(ctx, project_id, file, version, path).decode("utf-8", errors="replace")
 
 
-def _version_data(ctx: ToolContext, project_id: str, file: Any, version: dict[str, Any], path: str) -> bytes:
+def _version_data(ctx: ToolContext, project_id: str, file: VaultFile, version: VaultVersion, path: str) -> bytes:
     if file.file_type != "TEXT":
         raise NotTextError(path, file.mime_type or file.file_type)
-    return ctx.client.download_version(project_id, file.id, str(version["id"]))
+    return ctx.client.download_version(project_id, file.id, version.id)
 
 
-def _summary(version: dict[str, Any]) -> dict[str, Any]:
-    return {key: version.get(key) for key in ("id", "versionNumber", "contentHash", "createdAt")}
+def _summary(version: VaultVersion) -> dict[str, Any]:
+    return {
+        "id": version.id,
+        "versionNumber": version.number,
+        "contentHash": version.content_hash,
+        "createdAt": version.created_at,
+    }
 
 
 # -- the tools ----------------------------------------------------------------------------------------

@@ -140,6 +140,7 @@ def _read_and_parse(
             content_hash = file.content_hash or hashlib.sha256(raw.encode()).hexdigest()
             indexed.facts[file.path] = index.facts.facts(content_hash, raw, parts)
             indexed.hashes[file.path] = content_hash
+            # Paced on the machine's clock: how often the host hears, not how long the call may take.
             if ctx.progress is not None and time.monotonic() - last_report >= PROGRESS_EVERY:
                 last_report = time.monotonic()
                 ctx.progress(done + 1, len(gathered.ready), f"read {done + 1} of {len(gathered.ready)} new notes")

@@ -97,9 +97,9 @@ def _last_version(client: TeamVaultClient, project_id: str, tomb: VaultFile) -> 
         raise
     except TeamVaultError:
         return None
-    numbered = [v for v in versions if isinstance(v.get("versionNumber"), int)]
-    last = [v["versionNumber"] for v in numbered if v.get("contentHash") == tomb.content_hash]
-    return max(last or [v["versionNumber"] for v in numbered], default=None)
+    numbered = [v.number for v in versions if v.number is not None]
+    last = [v.number for v in versions if v.number is not None and v.content_hash == tomb.content_hash]
+    return max(last or numbered, default=None)
 
 
 def _instead(path: str, files: list[VaultFile]) -> str:

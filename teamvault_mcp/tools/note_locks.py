@@ -117,6 +117,8 @@ class NoteLocks:
     ) -> bool:
         """Wait for ``entry`` while the call has time (at most NESTED_WAIT when ``nested``), looking at the cancel
         token every POLL seconds."""
+        # The machine's clock, not the budget's: Lock.acquire(timeout) waits in real time; the budget is met
+        # through seconds(), read again at every look.
         limit = time.monotonic() + (min(seconds(), NESTED_WAIT) if nested else seconds())
         while True:
             if cancelled():

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
 def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     user = ctx.client.whoami()
-    result = {"id": user.get("id"), "email": user.get("email"), "name": user.get("name")}
+    result = {"id": user.id, "email": user.email, "name": user.name}
     email = f" <{result['email']}>" if result["email"] else ""
     answer = Answer(**result)
     answer.summary(f"{result['name'] or 'A user without a name'}{email}, user id {result['id']}.")
@@ -76,7 +76,7 @@ def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 
 
 def list_projects(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    projects = [{"id": p.get("id"), "slug": p.get("slug"), "name": p.get("name")} for p in ctx.client.list_projects()]
+    projects = [{"id": p.id, "slug": p.slug, "name": p.name} for p in ctx.client.list_projects()]
     default = f" Without projectId the tools use {ctx.default_project_id}." if ctx.default_project_id else ""
     answer = Answer(projects=[], defaultProject=ctx.default_project_id)
     answer.summary(
@@ -370,15 +370,15 @@ def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, 
         raise
     except TeamVaultError as error:
         return f"the note's version history could not be read ({error})"
-    newest = max(versions, key=lambda v: v.get("versionNumber") or 0, default=None)
-    newest_hash = str(newest.get("contentHash") or "").lower() if newest is not None else ""
+    newest = max(versions, key=lambda v: v.number or 0, default=None)
+    newest_hash = (newest.content_hash or "").lower() if newest is not None else ""
     if newest is None or not newest_hash:
         return "the server keeps no version history of this note"
     if newest_hash == expected.lower():
         return ""
     ctx.client.new_write()
     try:
-        data = ctx.client.download_version(project_id, file.id, str(newest["id"]))
+        data = ctx.client.download_version(project_id, file.id, newest.id)
         ctx.client.create_file(project_id, path, data, file.mime_type or mime_type_for(path))
         undone = f"the delete was undone: their text is back at {path}, with its history"
     except CallCancelledError:

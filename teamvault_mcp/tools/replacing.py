@@ -18,7 +18,6 @@ About 640 lines: one tool's survey, preview and per-note writes, which read best
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -139,7 +138,7 @@ def _survey(ctx: ToolContext, project_id: str, replacer: Replacer, prefix: str |
     ]
     gathered = gather(ctx, project_id, files)
     survey = _Survey(not_searched=gathered.not_searched, why_partial=gathered.why_partial)
-    deadline = None if ctx.budget is None else time.monotonic() + ctx.budget.remaining() - ANSWER_SECONDS
+    deadline = ctx.deadline(ANSWER_SECONDS)
     texts = Texts(ctx, project_id, gathered)
     for done, (file, entry) in enumerate(sorted(gathered.ready, key=lambda pair: pair[0].path)):
         if ctx.token is not None and ctx.token.cancelled:

@@ -1,7 +1,7 @@
 """The schema tools: list_schemas, reload_schemas, and the ``upsert_<name>`` tool each schema note defines.
 
 A schema note (``text/schemas.py`` says what it holds) becomes a tool whose arguments
-are its fields; the registry (``registry.py``) holds the schemas loaded now. An upsert
+are its fields; the schema registry (``schema_registry.py``) holds the schemas loaded now. An upsert
 creates the note where the schema says, or writes the given fields into its front
 matter like any edit (``no_lost_updates.py``).
 """
@@ -20,7 +20,7 @@ from teamvault_mcp.text.schemas import Schema
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.tools.kinds import FIELD_READERS, read_text
 from teamvault_mcp.tools.no_lost_updates import STORY, rewrite
-from teamvault_mcp.tools.registry import SchemaRegistry, SchemaSet
+from teamvault_mcp.tools.schema_registry import SchemaRegistry, SchemaSet
 from teamvault_mcp.tools.spec import STRING, Tool, object_schema
 from teamvault_mcp.tools.writes import VERIFIED, create_content
 

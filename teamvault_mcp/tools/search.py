@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.fuzzy import find_paths
 from teamvault_mcp.text.markdown import toc_argument
 from teamvault_mcp.text.paths import folder_prefix
@@ -145,10 +146,14 @@ VOCABULARY_SECONDS = 2.0
 
 
 def _vocabulary(ctx: ToolContext, gathered: Gathered) -> Counter[str]:
-    seconds = VOCABULARY_SECONDS
-    if ctx.budget is not None:
-        seconds = min(seconds, ctx.budget.remaining() - ANSWER_SECONDS)
-    return vocabulary((entry for _, entry in gathered.ready), deadline=time.monotonic() + max(seconds, 0.0))
+    return vocabulary((entry for _, entry in gathered.ready), deadline=_within(ctx, VOCABULARY_SECONDS))
+
+
+def _within(ctx: ToolContext, seconds: float) -> Deadline:
+    """``seconds`` from now, or sooner, time to answer before the call's budget ends: on the budget's clock.
+    Only a context without a budget (a bare one, in tests) has no clock but the machine's."""
+    deadline = ctx.deadline(ANSWER_SECONDS)
+    return Deadline.after(seconds, time.monotonic) if deadline is None else deadline.within(seconds)
 
 
 def _corrected(
@@ -222,20 +227,18 @@ def _notes(count: int) -> str:
 
 def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str, texts: Texts) -> Scored:
     """Every matching note with its score; stops early (partial) when time runs out."""
-    stop_at = time.monotonic() + (REGEX_SECONDS if mode == "regex" else float("inf"))
-    if ctx.budget is not None:
-        stop_at = min(stop_at, time.monotonic() + ctx.budget.remaining() - ANSWER_SECONDS)
+    deadline = _within(ctx, REGEX_SECONDS) if mode == "regex" else ctx.deadline(ANSWER_SECONDS)
     counted: list[tuple[VaultFile, Indexed, list[int]]] = []
     holding = [0] * len(matcher.terms)  # notes that hold each term, for its weight
     candidates: list[Candidate] = []
     searched = 0
     for file, entry in gathered.ready:
         try:
-            if (ctx.token is not None and ctx.token.cancelled) or time.monotonic() > stop_at:
+            if (ctx.token is not None and ctx.token.cancelled) or (deadline is not None and deadline.passed()):
                 raise TimeUp()
             if matcher.regex is not None:
                 text = texts.of(file, entry, shown=False)
-                matches = matcher.lines(file.path, text, deadline=stop_at) if text is not None else []
+                matches = matcher.lines(file.path, text, deadline=deadline) if text is not None else []
                 if matches:
                     score = len(matches) + max(match.score for match in matches)
                     candidates.append(Candidate(file.path, entry, score, matches, text))

@@ -18,7 +18,7 @@ from teamvault_mcp.errors import EditFailedError, HTTPStatusError, NoteNotFoundE
 from teamvault_mcp.text import sections
 from teamvault_mcp.text.diff import hunks_only, unified_diff
 from teamvault_mcp.text.excerpts import section_of
-from teamvault_mcp.text.markdown import AmbiguousBreadcrumb, SectionNotFound, parse
+from teamvault_mcp.text.markdown import AmbiguousBreadcrumb, MissingHeading, parse
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
@@ -53,7 +53,7 @@ def _edit(ctx: ToolContext, project_id: str, note: Note, args: Mapping[str, Any]
     text = note.editable_text("a section")
     try:
         placed = sections.place(text, section, content, mode)
-    except SectionNotFound as missing:  # named as section reads name it: the headings that are there
+    except MissingHeading as missing:  # named as section reads name it: the headings that are there
         section_of(note.path, parse(text), [*missing.found, missing.missing])
         raise
     except AmbiguousBreadcrumb as ambiguous:  # one name that headings at two depths have: as a section read says
@@ -90,7 +90,7 @@ def _again(text: str, section: Sequence[str] | str, content: str, mode: str) -> 
     """The same edit on a colleague's text: an :class:`EditFailedError` when it no longer applies there."""
     try:
         return sections.edit_section(text, section, content, mode)
-    except SectionNotFound:
+    except MissingHeading:
         raise EditFailedError(f"the section {_named(section)} is not in their text (renamed or removed).") from None
     except ToolInputError as error:  # their text repeats a title the breadcrumb names
         raise EditFailedError(str(error)) from None

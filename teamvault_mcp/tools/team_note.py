@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from teamvault_mcp.errors import TeamVaultError, printable
-from teamvault_mcp.tools.registry import SCHEMA_LOAD_LIMIT
+from teamvault_mcp.tools.schema_registry import SCHEMA_LOAD_LIMIT
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import TeamVaultClient

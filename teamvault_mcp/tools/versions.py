@@ -12,7 +12,7 @@ from teamvault_mcp.text.merge import merge3, newest_consistent, only_adds
 from teamvault_mcp.tools.context import ToolContext
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.client import VaultFile, VaultVersion
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def describe(version: dict[str, Any] | None, *, restore_hint: str | None = None)
     return text
 
 
-def oldest_first(versions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def oldest_first(versions: list[VaultVersion]) -> list[VaultVersion]:
     if all(isinstance(v.get("versionNumber"), int) for v in versions):
         return sorted(versions, key=lambda v: int(v["versionNumber"]))
     return list(reversed(versions))  # the contract: newest first

@@ -93,6 +93,120 @@ class VaultFile(NamedTuple):
         )
 
 
+class _Record(dict[str, Any]):
+    """A record of the server's with only the fields it sent that are plain values (answers.py keeps those, each
+    field the contract names in its type), in the server's order: what a tool shows of it as given. The fields we
+    read are attributes; None where the server sent none (the contract infers some of them: §9, §4.1).
+
+    A dict, so that code that still reads ``record.get("versionNumber")`` (the write rules, issue 28) keeps working
+    while it moves; new code reads the attributes. Not to be changed once built.
+    """
+
+    __slots__ = ()
+
+    def _text(self, key: str) -> str | None:
+        value = self.get(key)
+        return value if isinstance(value, str) else None
+
+    @property
+    def id(self) -> str:
+        return str(self["id"])  # the record functions refuse a record without one
+
+
+class VaultUser(_Record):
+    """The key's user (``GET /api/auth/me``): ``id``, and ``email``, ``name`` where the server gives them."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VaultUser | None:
+        """The user; None without an id."""
+        user = user_record(raw) if isinstance(raw, dict) else None
+        return None if user is None else cls(user)
+
+    @property
+    def email(self) -> str | None:
+        return self._text("email")
+
+    @property
+    def name(self) -> str | None:
+        return self._text("name")
+
+
+class VaultProject(_Record):
+    """A project the key reaches (``GET /api/projects``): ``id``; ``slug``, ``name``, ``role`` where given."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VaultProject | None:
+        """The project; None without an id."""
+        project = project_record(raw)
+        return None if project is None else cls(project)
+
+    @property
+    def slug(self) -> str | None:
+        return self._text("slug")
+
+    @property
+    def name(self) -> str | None:
+        return self._text("name")
+
+    @property
+    def role(self) -> str | None:
+        return self._text("role")
+
+
+class VersionAuthor(NamedTuple):
+    """Who saved a version, as far as the server says (any of them may be None)."""
+
+    id: str | None
+    name: str | None
+    email: str | None
+
+
+class VaultVersion(_Record):
+    """A saved version of a file (``GET …/versions``, docs/teamvault-api.md §4.1). Its number and author are
+    inferred fields: a server may leave them out."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VaultVersion | None:
+        """The version; None without an id."""
+        version = version_record(raw)
+        return None if version is None else cls(version)
+
+    @property
+    def number(self) -> int | None:
+        """``versionNumber``: 1 is the first."""
+        number = self.get("versionNumber")
+        return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+    @property
+    def content_hash(self) -> str | None:
+        return self._text("contentHash")
+
+    @property
+    def created_at(self) -> str | None:
+        return self._text("createdAt")
+
+    @property
+    def author_id(self) -> str | None:
+        return self._text("authorId")
+
+    @property
+    def message(self) -> str | None:
+        return self._text("message")
+
+    @property
+    def author(self) -> VersionAuthor | None:
+        author = self.get("author")
+        if not isinstance(author, dict):
+            return None
+        return VersionAuthor(*(author.get(key) for key in ("id", "name", "email")))
+
+
 class TeamVaultClient:
     """The Team Vault REST API as seen by one tool call."""
 
@@ -181,20 +295,19 @@ class TeamVaultClient:
 
     # -- endpoints -------------------------------------------------------------------------------
 
-    def whoami(self) -> dict[str, Any]:
+    def whoami(self) -> VaultUser:
         """The key's user: string ``id``, ``email`` and ``name`` (or None), and its other plain fields."""
-        raw = self._json("GET", "/api/auth/me").get("user")
-        user = user_record(raw) if isinstance(raw, dict) else None
+        user = VaultUser.from_json(self._json("GET", "/api/auth/me").get("user"))
         if user is None:
             raise self._unexpected("GET", "/api/auth/me", "no 'user' object with an id")
         return user
 
-    def list_projects(self) -> list[dict[str, Any]]:
+    def list_projects(self) -> list[VaultProject]:
         """The projects the key reaches: string ``id``; ``slug``, ``name``, ``role`` strings or None."""
         projects = self._json("GET", "/api/projects").get("projects")
         if not isinstance(projects, list):
             raise self._unexpected("GET", "/api/projects", "no 'projects' list")
-        return [project for project in map(project_record, projects) if project is not None]
+        return [project for project in map(VaultProject.from_json, projects) if project is not None]
 
     def list_files(
         self, project_id: str, *, path: str | None = None, prefix: str | None = None, include_deleted: bool = False
@@ -319,12 +432,13 @@ class TeamVaultClient:
     def delete_file(self, project_id: str, file_id: str, *, if_match: str | None = None) -> None:
         self._request("DELETE", _file(project_id, file_id), write=True, headers=_if_match(if_match))
 
-    def list_versions(self, project_id: str, file_id: str) -> list[dict[str, Any]]:
+    def list_versions(self, project_id: str, file_id: str) -> list[VaultVersion]:
+        """The file's saved versions, in the server's order (newest first, by the contract)."""
         api_path = f"{_file(project_id, file_id)}/versions"
         versions = self._json("GET", api_path).get("versions")
         if not isinstance(versions, list):
             raise self._unexpected("GET", api_path, "no 'versions' list")
-        return [version for version in map(version_record, versions) if version is not None]
+        return [version for version in map(VaultVersion.from_json, versions) if version is not None]
 
     def download_version(self, project_id: str, file_id: str, version_id: str) -> bytes:
         """The bytes of one version, exactly (its ``contentHash`` is theirs)."""
