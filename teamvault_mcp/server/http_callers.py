@@ -153,7 +153,7 @@ class Callers:
         """The Team Vault user id of ``key``; None when the vault refuses it (a vault that cannot be asked raises)."""
         budget = Budget(KEY_CHECK_BUDGET, self.clock)
         runner = self._runner(replace(self.config, api_key=key), None)
-        client = runner.client(budget, CancelToken())
+        client = runner.workspace.client(budget, CancelToken())
         try:
             return str(client.whoami()["id"])
         except HTTPStatusError as refused:
