@@ -223,7 +223,7 @@ def build_server(runner: ToolRunner, *, runner_for: Callable[[Any], ToolRunner] 
     runs each key's calls in a runner of its own); ``runner`` then gives the instructions only, without
     the team's instructions note (the server has no key of its own to read it with).
     """
-    listings: dict[int, tuple[int, types.ListToolsResult]] = {}  # the one runner's, by its tools' generation
+    listings: dict[int, tuple[int, types.ListToolsResult]] = {}  # the workspace's, by its tools' generation
 
     def pick(ctx: Any) -> ToolRunner:
         return runner_for(ctx) if runner_for is not None else runner
