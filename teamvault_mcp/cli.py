@@ -551,8 +551,8 @@ def _call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         from teamvault_mcp.tools.kinds import read_text
 
     runner = ToolRunner(config)
-    runner.wait_for_schemas()  # an upsert_<schema> tool exists once its schema note is read
-    tool = runner.tools.get(args.tool)
+    runner.workspace.wait_for_schemas()  # an upsert_<schema> tool exists once its schema note is read
+    tool = runner.workspace.tools.get(args.tool)
     try:
         arguments = _call_arguments(args.json_args, args.arguments, tool.read_argument if tool else read_text)
     except ValueError as error:

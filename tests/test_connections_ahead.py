@@ -17,7 +17,8 @@ from support.loopback import json_answer, loopback_server
 from support.waiting import GENEROUS, wait_until
 
 from teamvault_mcp.server.protocol import build_server
-from teamvault_mcp.server.runner import WARM_UP_CONNECTIONS, ToolRunner
+from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server.workspace import WARM_UP_CONNECTIONS
 from teamvault_mcp.tools.gathering import WARM_UP_WORKERS
 from teamvault_mcp.vault.ahead import CONNECTIONS_AHEAD, ConnectionsAhead
 

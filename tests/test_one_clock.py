@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fakes import FakeClock
+from support.fakes import FakeClock, make_config
 from support.policies import FAST
 from support.seeding import seed
+from support.sessions import workspace_on
 
 from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.server.workspace import Workspace
 from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.text.replace import Replacer
 from teamvault_mcp.text.search import Matcher, NoteText, TimeUp
@@ -29,8 +31,8 @@ BUDGET = 30.0
 
 
 def _context(make_client: Any, clock: FakeClock) -> ToolContext:
-    budget = Budget(BUDGET, clock)
-    return ToolContext(make_client(), "project", budget=budget)
+    workspace = Workspace(make_config(project_id="project"), clock=clock, policy=FAST)
+    return workspace.context(make_client(), Budget(BUDGET, clock), CancelToken())
 
 
 def test_a_regex_search_stops_when_the_budgets_clock_passes_its_deadline(make_client: Any, clock: FakeClock) -> None:
@@ -77,7 +79,7 @@ def test_search_notes_answers_partial_when_the_budgets_clock_runs_out_mid_search
             vault.url, vault.api_key, budget=requests, token=CancelToken(), clock=SystemClock(), policy=FAST
         )
         try:
-            context = ToolContext(client, vault.project_id, budget=Budget(BUDGET, _EndsWhenSearching()))
+            context = workspace_on(vault).context(client, Budget(BUDGET, _EndsWhenSearching()), CancelToken())
             output = search_notes(context, {"query": "need+le", "mode": "regex"})
         finally:
             client.close()

@@ -16,7 +16,7 @@ from support.waiting import GENEROUS, assert_within
 
 from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.localvault import Fault, LocalVault
-from teamvault_mcp.server import runner as runner_module
+from teamvault_mcp.server import workspace as workspace_module
 from teamvault_mcp.text.frontmatter import read as read_frontmatter
 from teamvault_mcp.text.schema_notes import SchemaProblem, parse_schema_note
 from teamvault_mcp.text.schemas import Schema
@@ -369,7 +369,7 @@ async def test_without_a_schema_folder_there_are_no_schema_tools(vault: LocalVau
 async def test_a_slow_vault_at_start_up_delays_tools_list_by_the_limit_only(
     vault: LocalVault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner_module, "SCHEMA_LOAD_LIMIT", 0.5)
+    monkeypatch.setattr(workspace_module, "SCHEMA_LOAD_LIMIT", 0.5)
     vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=60))
     async with schema_session(vault) as session:
         started = anyio.current_time()

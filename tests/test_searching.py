@@ -246,7 +246,6 @@ def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vau
     # Over MCP the SDK drops the answer to a cancelled call; the `call` command and any other caller keep it.
     import threading
 
-    from teamvault_mcp.tools.context import ToolContext
     from teamvault_mcp.tools.search import search_notes
     from teamvault_mcp.vault.client import TeamVaultClient
     from teamvault_mcp.vault.interrupt import CancelToken
@@ -260,7 +259,7 @@ def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vau
     client = TeamVaultClient(
         vault.vault.url, vault.vault.api_key, budget=budget, token=token, clock=SystemClock(), policy=FAST
     )
-    context = ToolContext(client, vault.vault.project_id, budget=budget, token=token, index=runner.index)
+    context = runner.workspace.context(client, budget, token)
     threading.Timer(0.5, token.cancel).start()
     output = search_notes(context, {"query": "needle"})
     client.close()

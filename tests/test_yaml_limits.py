@@ -12,7 +12,7 @@ import pytest
 from support.fakes import FakeClock
 from support.policies import FAST
 from support.seeding import seed
-from support.sessions import Session, session_on
+from support.sessions import Session, session_on, workspace_on
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.text import frontmatter, yamltext
@@ -296,7 +296,6 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
     import traceback
 
     from teamvault_mcp.errors import CallCancelledError
-    from teamvault_mcp.tools.context import ToolContext
     from teamvault_mcp.tools.frontmatter import read_frontmatter
     from teamvault_mcp.vault.client import TeamVaultClient
     from teamvault_mcp.vault.interrupt import CancelToken
@@ -312,7 +311,6 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
                 token.cancel()
             return super().monotonic()
 
-    project = vault.project_id
     block = "".join(f"k{index}: [a, b]\n" for index in range(4000))
     seed(vault, "big.md", note(block))
     clock = CancellingClock()
@@ -320,7 +318,7 @@ def test_a_cancel_stops_the_parse_of_a_big_block(vault: LocalVault) -> None:
     client = TeamVaultClient(vault.url, vault.api_key, budget=budget, token=token, clock=clock, policy=FAST)
     try:
         with pytest.raises(CallCancelledError):
-            read_frontmatter(ToolContext(client, project, budget=budget, token=token), {"path": "big.md"})
+            read_frontmatter(workspace_on(vault, clock=clock).context(client, budget, token), {"path": "big.md"})
     finally:
         client.close()
     assert len(checks) == 1  # the first check saw the cancel; without it the parse reads the clock ~100 times

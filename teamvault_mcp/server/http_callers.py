@@ -24,6 +24,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from teamvault_mcp.config import Config, HttpConfig
 from teamvault_mcp.errors import HTTPStatusError
 from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server.workspace import default_policy, open_client
 from teamvault_mcp.tools.note_locks import NoteLocks
 from teamvault_mcp.vault.cache import ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
@@ -152,8 +153,9 @@ class Callers:
     def _user_of(self, key: str) -> str | None:
         """The Team Vault user id of ``key``; None when the vault refuses it (a vault that cannot be asked raises)."""
         budget = Budget(KEY_CHECK_BUDGET, self.clock)
-        runner = self._runner(replace(self.config, api_key=key), None)
-        client = runner.client(budget, CancelToken())
+        config = replace(self.config, api_key=key)
+        policy = self.policy or default_policy(config)
+        client = open_client(config, budget, CancelToken(), clock=self.clock, policy=policy)  # on a pool of its own
         try:
             return str(client.whoami()["id"])
         except HTTPStatusError as refused:
@@ -162,7 +164,6 @@ class Callers:
             raise
         finally:
             client.close()
-            runner.close()
 
     def _make_room(self) -> None:
         """Forget the least recently seen key that has been idle past the session timeout, when at the limit."""

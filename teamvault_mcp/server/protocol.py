@@ -2,7 +2,8 @@
 ``Server``, and serving it over stdio until the host closes stdin or :class:`ServeStop` is requested.
 
 A tool call is handed to :class:`~teamvault_mcp.server.runner.ToolRunner`, which runs it in a
-worker thread and turns every error into a tool result; the stdio transports are ``lean.py``
+worker thread and turns every error into a tool result; the tools listed and the instructions are
+its :class:`~teamvault_mcp.server.workspace.Workspace`'s. The stdio transports are ``lean.py``
 (the default) and ``stdio.py`` (the SDK's, with the guards both use).
 """
 
@@ -24,6 +25,7 @@ from teamvault_mcp.config import Config
 from teamvault_mcp.server import lean as lean_stdio
 from teamvault_mcp.server.runner import CANCEL_GRACE, ToolRunner
 from teamvault_mcp.server.stdio import serve_stdio
+from teamvault_mcp.server.workspace import Workspace
 from teamvault_mcp.tools.context import ToolSet
 from teamvault_mcp.tools.spec import Tool, with_errors
 from teamvault_mcp.tools.table import TOOLS
@@ -221,13 +223,13 @@ def build_server(runner: ToolRunner, *, runner_for: Callable[[Any], ToolRunner] 
     runs each key's calls in a runner of its own); ``runner`` then gives the instructions only, without
     the team's instructions note (the server has no key of its own to read it with).
     """
-    listings: dict[int, tuple[int, types.ListToolsResult]] = {}  # the one runner's, by its tools' generation
+    listings: dict[int, tuple[int, types.ListToolsResult]] = {}  # the workspace's, by its tools' generation
 
     def pick(ctx: Any) -> ToolRunner:
         return runner_for(ctx) if runner_for is not None else runner
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        current = pick(ctx)
+        current = pick(ctx).workspace
         await current.schemas_ready()
         generation = current.tools_generation
         cached = listings.get(id(current))
@@ -241,20 +243,21 @@ def build_server(runner: ToolRunner, *, runner_for: Callable[[Any], ToolRunner] 
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         current = pick(ctx)
+        workspace = current.workspace
         wants_progress = params.meta is not None and params.meta.get("progress_token") is not None
-        await current.schemas_ready()
-        generation = current.tools_generation
+        await workspace.schemas_ready()
+        generation = workspace.tools_generation
         report = ctx.session.report_progress if wants_progress else None
         result = await current.call(params.name, params.arguments, report)
-        if current.tools_generation != generation:  # reload_schemas changed the tools
+        if workspace.tools_generation != generation:  # reload_schemas changed the tools
             await ctx.session.send_tool_list_changed()
         return result
 
-    team_note = _team_note(runner) if runner_for is None else None
+    team_note = _team_note(runner.workspace) if runner_for is None else None
     server: Server[Any] = Server(
         "team-vault",
         version=__version__,
-        instructions=instructions_for(runner.config, runner.tool_set(), team_note),
+        instructions=instructions_for(runner.config, runner.workspace.tool_set(), team_note),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -270,14 +273,16 @@ def tracing_configured() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-def _team_note(runner: ToolRunner) -> TeamNote | None:
+def _team_note(workspace: Workspace) -> TeamNote | None:
     """TEAM_VAULT_INSTRUCTIONS_NOTE, read now within the schema notes' start-up limit (None: not configured)."""
-    config = runner.config
+    config = workspace.config
     if config.instructions_note is None or config.project_id is None:
         return None
     budget = min(TEAM_NOTE_LIMIT, config.call_budget)
     return load_team_note(
-        lambda: runner.client(Budget(budget, runner.clock), CancelToken()), config.project_id, config.instructions_note
+        lambda: workspace.client(Budget(budget, workspace.clock), CancelToken()),
+        config.project_id,
+        config.instructions_note,
     )
 
 
@@ -333,10 +338,11 @@ def serve(config: Config, stop: ServeStop | None = None, ahead: ConnectionsAhead
     connections ``cli.py`` began opening before this module was imported.
     """
     runner = ToolRunner(config, ahead=ahead)
-    runner.start_schema_load()  # meanwhile the host's initialize is answered
-    runner.start_warm_up()  # connections opened ahead, the default project synced: the first calls pay neither
+    workspace = runner.workspace
+    workspace.start_schema_load()  # meanwhile the host's initialize is answered
+    workspace.start_warm_up()  # connections opened ahead, the default project synced: the first calls pay neither
     server = build_server(runner)
-    options = server.create_initialization_options(NotificationOptions(tools_changed=runner.schemas is not None))
+    options = server.create_initialization_options(NotificationOptions(tools_changed=workspace.schemas is not None))
 
     lean = config.stdio == "lean" and lean_stdio.AVAILABLE  # not on Windows: it polls pipes
     if lean and lean_stdio.on_a_terminal():  # a person typing: the SDK's line-by-line, blocking writes, as ever

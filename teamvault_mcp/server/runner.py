@@ -11,6 +11,9 @@ socket down: the worker stops within milliseconds.
 Errors of our tree become tool results with ``isError: true`` here, and only here; every
 result is made sendable here too (no API key, valid Unicode, bounded nesting). Each write
 tool call leaves one audit-log line.
+
+What the calls share (indexes, caches, syncs, the pool, the tools, the audit log) is the
+runner's :class:`~teamvault_mcp.server.workspace.Workspace`, not this module's.
 """
 
 from __future__ import annotations
@@ -23,10 +26,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import anyio.to_thread
 import mcp.types as types
 
 from teamvault_mcp.config import Config
@@ -42,32 +43,27 @@ from teamvault_mcp.errors import (
 )
 from teamvault_mcp.server.audit import AuditLog, write_outcome
 from teamvault_mcp.server.threads import CallThreads
-from teamvault_mcp.text.noteindex import NoteIndex
+from teamvault_mcp.server.workspace import Workspace
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
-from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
-from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolOutput, ToolSet
-from teamvault_mcp.tools.gathering import warm_up
+from teamvault_mcp.tools.context import Progress, ToolOutput, ToolSet
 from teamvault_mcp.tools.note_locks import LOCK_RESERVE, NoteLocks
-from teamvault_mcp.tools.schema_registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
-from teamvault_mcp.tools.table import not_offered, tools_for
-from teamvault_mcp.vault.ahead import CONNECTIONS_AHEAD, ConnectionsAhead
+from teamvault_mcp.tools.table import not_offered
+from teamvault_mcp.vault.ahead import ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, Failure, RetryPolicy, SystemClock, failure
+from teamvault_mcp.vault.retry import Budget, Clock, Failure, RetryPolicy, failure
 from teamvault_mcp.vault.sync import VaultSync
 
 if TYPE_CHECKING:
+    from teamvault_mcp.text.noteindex import NoteIndex
+    from teamvault_mcp.text.search import SearchIndex
     from teamvault_mcp.vault.client import TeamVaultClient
-    from teamvault_mcp.vault.transport import HttpPool
 
 log = logging.getLogger(__name__)
-
-#: Seconds tools/list waits beyond the schema load's own limit for the loader thread to finish.
-SCHEMA_LOAD_GRACE = 2.0
 
 #: Seconds a cancelled call waits for its worker to stop (it stops within milliseconds: its socket is shut).
 CANCEL_GRACE = 10.0
@@ -82,15 +78,9 @@ MAX_ARGUMENT_DEPTH = 64
 #: Deepest nesting in a tool result (front matter read as JSON, say); the SDK cannot send beyond about 250.
 MAX_RESULT_DEPTH = 100
 
-#: Connections the warm-up opens ahead: one more than it uses, so a call always finds one idle.
-#: (``vault/ahead.py`` holds the number: serve opens them before it imports the tools.)
-WARM_UP_CONNECTIONS = CONNECTIONS_AHEAD
-#: The warm-up's own budget: no host waits for it, but it must end.
-WARM_UP_SECONDS = 600.0
-
 
 class ToolRunner:
-    """Runs tool calls in worker threads, one budget and one cancel token per call."""
+    """Runs tool calls in worker threads, one budget and one cancel token per call, on a :class:`Workspace`."""
 
     def __init__(
         self,
@@ -103,180 +93,69 @@ class ToolRunner:
         ahead: ConnectionsAhead | None = None,
         note_locks: NoteLocks | None = None,
     ) -> None:
-        """``caches``: a content cache shared with other runners (``serve --http --key-from-client``: it is
-        addressed by content hash); ``audit_user``: the caller's user id for each audit line; ``ahead``: the
-        pool ``serve`` began connecting in start-up's first moments, for this runner's calls and warm-up;
-        ``note_locks``: the locks of the notes being written, shared with the other runners of one server."""
-        self.config = config
-        self.clock: Clock = clock or SystemClock()
-        self.policy = policy or RetryPolicy(attempt_timeout=config.attempt_timeout)
-        self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
-        self._tools: tuple[int, dict[str, Tool], ToolSet] = (-1, {}, ToolSet(frozenset()))
-        self._pool: HttpPool | None = None  # made by the first call (it loads `requests`), or taken from `ahead`
-        self._ahead = ahead
-        self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
-        self.note_index = NoteIndex()  # links, tags, tasks, front matter by content hash; the link graphs
-        self.key_user = KeyUser()
-        # One write to a note at a time, in this process (an empty table is falsy: compare with None).
-        self.note_locks = note_locks if note_locks is not None else NoteLocks()
-        self.sync = VaultSync()  # what is being fetched, and whether the server has folder archives
-        self.foreground = Foreground()  # the calls running, which the warm-up steps aside for
-        self.warm_up: WarmUp | None = None
-        self._warm_token = CancelToken()
-        self._caches = caches or (
-            ProjectCaches(
-                config.cache_dir,
-                max_bytes=config.cache_max_bytes,
-                server=config.cache_namespace or config.base_url,
-            )
-            if config.cache_dir is not None
-            else None
+        """A runner on a workspace of its own, made of ``config`` and the rest (see :class:`Workspace`)."""
+        #: What the calls share: indexes, caches, syncs, the pool, the schemas and tools, the audit log.
+        self.workspace = Workspace(
+            config, clock=clock, policy=policy, caches=caches, audit_user=audit_user, ahead=ahead, note_locks=note_locks
         )
-        self.audit = AuditLog(config.audit_log, user=audit_user) if config.audit_log is not None else None
+        self.config = config
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None  # made by the first call
         self._threads = CallThreads()
         self._active: set[CancelToken] = set()
         self._active_lock = threading.Lock()
         self._redactor = Redactor(config.api_key)
 
-    @property
-    def tools(self) -> dict[str, Tool]:
-        """The tools by name: the fixed ones, and one for each schema loaded now."""
-        return self._current_tools()[1]
-
-    def tool_set(self) -> ToolSet:
-        """The tools registered now, and the settings their descriptions and results depend on."""
-        return self._current_tools()[2]
-
-    def _current_tools(self) -> tuple[int, dict[str, Tool], ToolSet]:
-        """The tools of the schemas' current generation, made again only when it changes (not for each call)."""
-        generation = self.schemas.generation if self.schemas is not None else 0
-        current = self._tools
-        if current[0] != generation:
-            schemas = self.schemas.current.schemas if self.schemas is not None else None
-            config = self.config
-            chosen = tools_for(config.read_only, schemas, named=config.tools_named, dropped=config.tools_dropped)
-            tools = {tool.name: tool for tool in chosen}
-            registered = ToolSet(
-                frozenset(tools), config.max_read_chars, config.single_project, config.structured_content
-            )
-            current = (generation, tools, registered)
-            self._tools = current
-        return current
-
-    def http_pool(self) -> HttpPool:
-        """The keep-alive connections to the server, shared by all calls of this runner."""
-        from teamvault_mcp.vault.transport import HttpPool
-
-        early = self._ahead.pool() if self._ahead is not None else None  # waits while it is being made
-        with self._active_lock:
-            if self._pool is None:
-                self._pool = early if early is not None else HttpPool(self.config.base_url)
-                self._ahead = None  # taken: after close(), a late call makes a pool of its own
-            return self._pool
-
     def close(self) -> None:
-        """Stop the warm-up, end the call threads and close the idle pooled connections (the server is going away)."""
-        self._warm_token.cancel()
-        self.foreground.wake()
+        """End the call threads, stop the warm-up and close the workspace's pool (the server is going away)."""
         self._threads.close()
-        with self._active_lock:
-            pool, self._pool = self._pool, None
-            ahead, self._ahead = self._ahead, None
-        if pool is None and ahead is not None and ahead.made.is_set():  # made ahead, never used
-            pool = ahead.pool()
-        if pool is not None:
-            pool.close()
-
-    def start_warm_up(self) -> WarmUp:
-        """Open connections to the server ahead of the first call and, unless TEAM_VAULT_PREFETCH=off, sync
-        the default project's notes into the cache and the search index, in a background thread (once)."""
-        with self._active_lock:
-            if self.warm_up is None:
-                self.warm_up = WarmUp()
-                threading.Thread(
-                    target=self._warm_up, args=(self.warm_up,), name="teamvault-warm-up", daemon=True
-                ).start()
-            return self.warm_up
-
-    def _warm_up(self, report: WarmUp) -> None:
-        budget = Budget(WARM_UP_SECONDS, self.clock)
-        client: TeamVaultClient | None = None
-        try:
-            ahead = self._ahead
-            if ahead is not None:  # serve began connecting before it imported the SDK
-                ahead.done.wait()
-                report.connections = ahead.connections
-            else:
-                report.connections = self.http_pool().connect_ahead(WARM_UP_CONNECTIONS)
-            report.connected.set()
-            if not self.config.prefetch or not self.config.project_id or self._warm_token.cancelled:
-                return
-            client = self.client(budget, self._warm_token)
-            context = ToolContext(
-                client,
-                self.config.project_id,
-                budget=budget,
-                token=self._warm_token,
-                cache_for=self.cache_for,
-                index=self.index,
-                sync=self.sync,
-            )
-            warm_up(context, self.foreground, report)
-        except TeamVaultError as error:
-            report.stopped = str(error)
-            log.info("the warm-up stopped: %s", error)
-        except Exception:  # a bug must not go unseen, nor end the server
-            report.stopped = "an internal error"
-            log.exception("internal error in the warm-up")
-        finally:
-            if client is not None:
-                client.close()
-            report.connected.set()
-            report.done.set()
-
-    @property
-    def tools_generation(self) -> int:
-        return self.schemas.generation if self.schemas is not None else 0
-
-    def client(self, budget: Budget, token: CancelToken) -> TeamVaultClient:
-        """A client for one call (or the schema load), on the shared pool."""
-        from teamvault_mcp.vault.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
-
-        return TeamVaultClient(
-            self.config.base_url,
-            self.config.api_key,
-            budget=budget,
-            token=token,
-            clock=self.clock,
-            policy=self.policy,
-            pool=self.http_pool(),
-        )
-
-    def start_schema_load(self) -> None:
-        """Begin reading the schema notes in a thread (once), within SCHEMA_LOAD_LIMIT seconds."""
-        if self.schemas is not None:
-            budget = min(SCHEMA_LOAD_LIMIT, self.config.call_budget)
-            self.schemas.start_loading(lambda: self.client(Budget(budget, self.clock), CancelToken()))
-
-    def wait_for_schemas(self) -> None:
-        """Block until the start-up load of the schemas has ended (it is bounded by its own budget)."""
-        if self.schemas is not None:
-            self.start_schema_load()
-            self.schemas.started.wait(SCHEMA_LOAD_LIMIT + SCHEMA_LOAD_GRACE)
-
-    async def schemas_ready(self) -> None:
-        """:meth:`wait_for_schemas` without blocking the event loop."""
-        if self.schemas is not None and not self.schemas.started.is_set():
-            await anyio.to_thread.run_sync(self.wait_for_schemas)
+        self.workspace.close()
 
     def active_calls(self) -> int:
         with self._active_lock:
             return len(self._active)
 
+    # -- the workspace's, read through the runner by its own steps and by tests -----------------------------
+
+    @property
+    def audit(self) -> AuditLog | None:
+        return self.workspace.audit
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return self.workspace.tools
+
+    def tool_set(self) -> ToolSet:
+        return self.workspace.tool_set()
+
+    @property
+    def foreground(self) -> Foreground:
+        return self.workspace.foreground
+
+    @property
+    def sync(self) -> VaultSync:
+        return self.workspace.sync
+
+    @property
+    def warm_up(self) -> WarmUp | None:
+        return self.workspace.warm_up
+
+    def start_warm_up(self) -> WarmUp:
+        return self.workspace.start_warm_up()
+
+    @property
+    def index(self) -> SearchIndex:
+        return self.workspace.index
+
+    @property
+    def note_index(self) -> NoteIndex:
+        return self.workspace.note_index
+
+    @property
+    def note_locks(self) -> NoteLocks:
+        return self.workspace.note_locks
+
     def cache_for(self, project_id: str) -> ContentCache | None:
-        """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
-        return self._caches.for_project(project_id) if self._caches is not None else None
+        return self.workspace.cache_for(project_id)
 
     async def call(
         self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None = None
@@ -289,11 +168,12 @@ class ToolRunner:
         return self._deliverable(name, await self._call(name, arguments, report))
 
     async def _call(self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None) -> ToolOutput:
-        budget = Budget(self.config.call_budget, self.clock)  # time spent queued counts too
-        await self.schemas_ready()
+        workspace = self.workspace
+        budget = Budget(self.config.call_budget, workspace.clock)  # time spent queued counts too
+        await workspace.schemas_ready()
         tool = self.tools.get(name)
         if tool is None:
-            schemas = self.schemas.current.schemas if self.schemas is not None else None
+            schemas = workspace.schemas.current.schemas if workspace.schemas is not None else None
             return error_output(not_offered(name, list(self.tools), self.config.read_only, schemas))
         try:
             _check_nesting(arguments or {})
@@ -398,25 +278,11 @@ class ToolRunner:
         """The worker thread's part: one client for the call (shown to ``watch``), the handler, errors as values."""
         with self._active_lock:
             self._active.add(token)
-        self.foreground.enter()
-        client = self.client(budget, token)
+        workspace = self.workspace
+        workspace.foreground.enter()
+        client = workspace.client(budget, token)
         watch.clients.append(client)
-        context = ToolContext(
-            client,
-            self.config.project_id,
-            budget=budget,
-            token=token,
-            cache_for=self.cache_for,
-            index=self.index,
-            progress=progress,
-            schemas=self.schemas,
-            write_prefixes=self.config.write_prefixes_for(args.get("projectId") or self.config.project_id),
-            tools=self.tool_set(),
-            note_index=self.note_index,
-            key_user=self.key_user,
-            sync=self.sync,
-            note_locks=self.note_locks,
-        )
+        context = workspace.context(client, budget, token, project_id=args.get("projectId"), progress=progress)
         error: TeamVaultError | None = None
         try:
             with self._notes_held(tool, args, budget, token):
@@ -445,7 +311,7 @@ class ToolRunner:
             )
         finally:
             client.close()
-            self.foreground.leave()
+            workspace.foreground.leave()
             with self._active_lock:
                 self._active.discard(token)
         # Only a write request that was sent can have been applied.
@@ -468,7 +334,7 @@ class ToolRunner:
             except InvalidPathError:
                 continue  # the handler refuses it, with the rule
         project = str(args.get("projectId") or self.config.project_id or "")
-        return self.note_locks.holding(
+        return self.workspace.note_locks.holding(
             project, paths, seconds=lambda: budget.remaining() - LOCK_RESERVE, cancelled=lambda: token.cancelled
         )
 

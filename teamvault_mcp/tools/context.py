@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from teamvault_mcp.errors import (
     CallCancelledError,
@@ -75,22 +75,37 @@ class ToolSet:
         return set(tools) <= self.names
 
 
+class WorkspaceView(Protocol):
+    """What a handler sees of the state its server's calls share: the workspace (``server/workspace.py``)."""
+
+    @property
+    def default_project_id(self) -> str | None: ...
+    @property
+    def index(self) -> SearchIndex: ...
+    @property
+    def note_index(self) -> NoteIndex: ...
+    @property
+    def sync(self) -> VaultSync: ...
+    @property
+    def key_user(self) -> KeyUser: ...
+    @property
+    def note_locks(self) -> NoteLocks: ...
+    @property
+    def schemas(self) -> SchemaRegistry | None: ...
+    def cache_for(self, project_id: str) -> ContentCache | None: ...
+
+
 @dataclass
 class ToolContext:
-    """What a handler needs: the call's client and default project, and for searching, the call's
-    budget and cancel token, the content cache, the in-memory search index, the syncs of the
-    session (what is being fetched, whether the server has folder archives) and a progress reporter."""
+    """What a handler needs: the workspace its server's calls share (the indexes, the content cache, the
+    syncs, the key's user, the note locks, the schemas), and the call's own client, budget, cancel token and
+    progress reporter. ``Workspace.context`` (``server/workspace.py``) makes it, for every call and the warm-up."""
 
+    workspace: WorkspaceView
     client: TeamVaultClient
-    default_project_id: str | None
-    budget: Budget | None = None
-    token: CancelToken | None = None
-    cache_for: Callable[[str], ContentCache | None] | None = None
-    index: SearchIndex | None = None
+    budget: Budget
+    token: CancelToken
     progress: Progress | None = None
-    sync: VaultSync | None = None
-    #: The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured).
-    schemas: SchemaRegistry | None = None
     #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified; a write that finds
     #: its notes itself (replace_in_notes) also gives paths, notes (one entry each) and the call's outcome.
     facts: dict[str, Any] = field(default_factory=dict)
@@ -101,12 +116,46 @@ class ToolContext:
     tools: ToolSet = field(default_factory=lambda: ToolSet(frozenset()))
     #: The listings made to explain a missing note (one per project and call, shared by a batch's threads).
     listings: Listings = field(default_factory=Listings)
-    #: The notes' links, tags, tasks and front matter, parsed once per content (None: a fresh one per call).
-    note_index: NoteIndex | None = None
-    #: The key's own user, asked once per session (None: asked by each call that needs it).
-    key_user: KeyUser | None = None
-    #: The locks that keep this process's writes to one note one at a time (None: none, a bare context).
-    note_locks: NoteLocks | None = None
+
+    # -- the workspace's, by the names handlers use ---------------------------------------------------------
+
+    @property
+    def default_project_id(self) -> str | None:
+        return self.workspace.default_project_id
+
+    @property
+    def index(self) -> SearchIndex:
+        """Note texts by content hash, for searches."""
+        return self.workspace.index
+
+    @property
+    def note_index(self) -> NoteIndex:
+        """The notes' links, tags, tasks and front matter, parsed once per content."""
+        return self.workspace.note_index
+
+    @property
+    def sync(self) -> VaultSync:
+        """What is being fetched, and whether the server has folder archives."""
+        return self.workspace.sync
+
+    @property
+    def key_user(self) -> KeyUser:
+        """The key's own user, asked once per workspace."""
+        return self.workspace.key_user
+
+    @property
+    def note_locks(self) -> NoteLocks | None:  # never None now; the write rules still have a branch for it
+        """The locks that keep this process's writes to one note one at a time."""
+        return self.workspace.note_locks
+
+    @property
+    def schemas(self) -> SchemaRegistry | None:
+        """The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured)."""
+        return self.workspace.schemas
+
+    def cache_for(self, project_id: str) -> ContentCache | None:
+        """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
+        return self.workspace.cache_for(project_id)
 
     def project(self, args: Mapping[str, Any]) -> str:
         project_id = args.get("projectId") or self.default_project_id

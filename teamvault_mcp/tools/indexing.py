@@ -166,8 +166,6 @@ def link_graph(ctx: ToolContext, project_id: str, indexed: IndexedNotes, *, keep
 
 
 def note_index(ctx: ToolContext) -> NoteIndex:
-    if ctx.note_index is None:  # a context made without the server's index: this call keeps its own
-        ctx.note_index = NoteIndex()
     return ctx.note_index
 
 

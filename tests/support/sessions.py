@@ -13,9 +13,11 @@ from mcp import Client
 from support import seeding
 from support.fakes import make_config
 from support.policies import FAST
+from teamvault_mcp.config import Config
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.server.workspace import Workspace
 from teamvault_mcp.vault.retry import Clock, RetryPolicy, SystemClock
 
 #: A call's budget unless a test says otherwise: short, as the vault is local.
@@ -27,6 +29,18 @@ def runner_on(
     vault: LocalVault, *, clock: Clock | None = None, policy: RetryPolicy = FAST, **config: Any
 ) -> ToolRunner:
     """A runner for ``vault`` on the real clock and :data:`FAST`; ``config`` overrides the configuration."""
+    return ToolRunner(config_on(vault, **config), clock=clock or SystemClock(), policy=policy)
+
+
+def workspace_on(
+    vault: LocalVault, *, clock: Clock | None = None, policy: RetryPolicy = FAST, **config: Any
+) -> Workspace:
+    """What a runner for ``vault`` would share between its calls, without the runner (a handler called directly)."""
+    return Workspace(config_on(vault, **config), clock=clock or SystemClock(), policy=policy)
+
+
+def config_on(vault: LocalVault, **config: Any) -> Config:
+    """The configuration of a server on ``vault``, with :data:`CALL_BUDGET`; ``config`` overrides it."""
     values = {
         "base_url": vault.url,
         "api_key": vault.api_key,
@@ -34,7 +48,7 @@ def runner_on(
         "call_budget": CALL_BUDGET,
         **config,
     }
-    return ToolRunner(make_config(**values), clock=clock or SystemClock(), policy=policy)
+    return make_config(**values)
 
 
 class Session:
