@@ -32,8 +32,8 @@ from teamvault_mcp.errors import (
 )
 from teamvault_mcp.vault.retry import (
     Budget,
-    Failed,
     Outcome,
+    RequestFailure,
     RetryPolicy,
     SystemClock,
     failure,
@@ -81,7 +81,7 @@ def run(script: Script, clock: FakeClock, *, budget: float = 45.0, cancel: threa
         clock=clock,
         cancel=cancel or threading.Event(),
     )
-    if isinstance(result, Failed):
+    if isinstance(result, RequestFailure):
         raise result.error.attach(result.attempts)
     return result
 
@@ -218,7 +218,7 @@ def test_no_attempt_starts_with_less_than_2s_left(clock: FakeClock) -> None:
     result = run_with_retries(
         script, what=("GET", "/api/x"), policy=POLICY, budget=budget, clock=clock, cancel=threading.Event()
     )
-    assert isinstance(result, Failed) and isinstance(result.error, OutOfTimeError)
+    assert isinstance(result, RequestFailure) and isinstance(result.error, OutOfTimeError)
     assert script.limits == [] and result.attempts.made == 0
     assert not outcome(result.error.attach(result.attempts)).uncertain
     assert "Nothing was sent" in str(result.error) and "Gave up" not in str(result.error)
@@ -302,7 +302,7 @@ def test_the_loop_returns_what_happened_and_leaves_the_error_as_it_was(clock: Fa
         clock=clock,
         cancel=threading.Event(),
     )
-    assert isinstance(result, Failed) and result.error is answer
+    assert isinstance(result, RequestFailure) and result.error is answer
     assert result.attempts == Attempts(2, 1.0, 45.0, out_of_time=False, earlier_unanswered=True, may_still_run=True)
     assert str(answer) == text and answer.attempts is None  # nothing was edited: the client attaches the record
     assert outcome(answer) == Outcome("never")  # the 409 on its own is definite...

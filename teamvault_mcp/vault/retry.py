@@ -11,7 +11,7 @@ and its status, says whether the request may be sent again (and how), whether a 
 ended so may or may not have been applied, and whether the attempt may still be running on
 the server. :func:`outcome` reads it; the loop, ``settle`` (``tools/writes.py``) and the end
 of a tool call (:func:`failure`: its message and its audit outcome) all ask it, and nothing
-else decides. The loop returns what happened — the answer, or :class:`Failed` — and never
+else decides. The loop returns what happened — the answer, or :class:`RequestFailure` — and never
 edits an exception. This module never imports ``requests``: an attempt is any callable.
 """
 
@@ -264,7 +264,7 @@ Attempt = Callable[[float, int], T]
 
 
 @dataclass(frozen=True)
-class Failed:
+class RequestFailure:
     """How a request failed: its last error, and what the loop saw (the client attaches it and raises)."""
 
     error: TeamVaultError
@@ -279,10 +279,10 @@ def run_with_retries(
     budget: Budget,
     clock: Clock,
     cancel: threading.Event,
-) -> T | Failed:
+) -> T | RequestFailure:
     """Run ``attempt`` until it succeeds, fails for good, the budget ends, or the call is cancelled.
 
-    ``what`` is ``(method, api_path)``, for messages. Returns the answer, or :class:`Failed`
+    ``what`` is ``(method, api_path)``, for messages. Returns the answer, or :class:`RequestFailure`
     with the last error and what the loop saw. A cancel raises :class:`CallCancelledError`.
     """
     counted_failures = 0
@@ -292,11 +292,11 @@ def run_with_retries(
     may_still_run = False  # some attempt may still be running on the server
     last: TeamVaultError | None = None
 
-    def failed(error: TeamVaultError, *, out_of_time: bool) -> Failed:
+    def failed(error: TeamVaultError, *, out_of_time: bool) -> RequestFailure:
         # A definite answer now (say 409 path_exists) may be the echo of an earlier attempt that landed.
         echo = earlier_uncertain and not outcome(error).uncertain
         seen = Attempts(made, budget.elapsed(), budget.seconds, out_of_time, echo, may_still_run)
-        return Failed(error, seen)
+        return RequestFailure(error, seen)
 
     while True:
         if cancel.is_set():
