@@ -23,7 +23,7 @@ import pytest
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.tools.versions import to_keep
+from teamvault_mcp.tools.writing.history import to_keep
 
 AGENTS = 16
 ROUNDS = 40

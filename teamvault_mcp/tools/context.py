@@ -30,6 +30,7 @@ from teamvault_mcp.errors import (
 from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.missing import Listings, Revival, not_found
+from teamvault_mcp.tools.writing.report import WriteReport
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
     from teamvault_mcp.text.noteindex import NoteIndex
@@ -91,9 +92,8 @@ class ToolContext:
     sync: VaultSync | None = None
     #: The schemas loaded from TEAM_VAULT_SCHEMA_DIR (None: not configured).
     schemas: SchemaRegistry | None = None
-    #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified; a write that finds
-    #: its notes itself (replace_in_notes) also gives paths, notes (one entry each) and the call's outcome.
-    facts: dict[str, Any] = field(default_factory=dict)
+    #: What a write handler learnt for the audit log (the write pipeline fills it: ``writing/report.py``).
+    report: WriteReport = field(default_factory=WriteReport)
     #: The folders writes may touch in the call's project (TEAM_VAULT_WRITE_PREFIXES), None: anywhere. The runner
     #: checks the paths a write's arguments name; a write that finds its notes itself checks each one.
     write_prefixes: tuple[str, ...] | None = None

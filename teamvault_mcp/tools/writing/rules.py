@@ -11,7 +11,7 @@
   been applied" hint.
 
 A write of a note's content also loses no colleague's change made meanwhile: that is
-``no_lost_updates.py``, built on these rules.
+``content.py``, built on these rules.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def settle_content(
             else f"still no note at {path}",
         )
         assert found is not None
-        ctx.facts["verified"] = True
+        ctx.report.facts.verified = True
         ctx.remember(project_id, data)
         return found, True
     ctx.remember(project_id, data)
