@@ -312,8 +312,8 @@ class Doctor:
         except TeamVaultError as error:
             self._add("key", "fail", str(error), "the server answers too slowly or drops the connection")
             return False
-        name = user.get("name")
-        who = user.get("email") or user.get("id") or "?"
+        name = user.name
+        who = user.email or user.id
         self._add("key", "pass", f"accepted for {who}" + (f" ({name})" if name else ""))
         return True
 
@@ -342,7 +342,7 @@ class Doctor:
                 f"set TEAM_VAULT_PROJECT_ID{only}",
             )
             return None
-        record = next((p for p in projects if p.get("id") == config.project_id), None)
+        record = next((p for p in projects if p.id == config.project_id), None)
         try:
             files = client.list_files(config.project_id)
         except HTTPStatusError as error:

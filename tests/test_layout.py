@@ -41,7 +41,10 @@ FAMILIES = ("tools.notes", "tools.reading", "tools.outline", "tools.search", "to
 FAMILIES += ("tools.schemas", "tools.sections", "tools.replacing", "tools.graph", "tools.changes")
 #: What the families share: it imports no family (nor the table that collects them).
 SHARED_TOOLS = ("tools.kinds", "tools.spec", "tools.context", "tools.schema_registry")
-SHARED_TOOLS += ("tools.writes", "tools.no_lost_updates", "tools.versions", "tools.gathering", "tools.missing")
+SHARED_TOOLS += ("tools.versions", "tools.gathering", "tools.missing")
+#: The write pipeline, shared by every family that writes (``tools/writing/``).
+SHARED_TOOLS += tuple(f"tools.writing.{name}" for name in ("report", "rules", "history", "story", "content"))
+SHARED_TOOLS += ("tools.writing.rewrite", "tools.writing.many", "tools.writing")
 SHARED_TOOLS += ("tools.team_note", "tools.indexing", "tools.relinking")
 #: Third-party packages only some folders may import.
 ONLY_IN = {"mcp": ("server",), "pydantic": ("server",), "pydantic_core": ("server",)}
@@ -246,7 +249,7 @@ def planted(module: str, line: str) -> list[str]:
         ("errors", "from teamvault_mcp.text.paths import stored_path_of", "a layer imports one above it"),
         ("server.runner", "from teamvault_mcp.doctor import Doctor", "independent of each other"),
         ("tools.notes", "from teamvault_mcp.tools.reading import read_note", "tool families never import each other"),
-        ("tools.writes", "from teamvault_mcp.tools.notes import write_note", "what the tool families share"),
+        ("tools.writing.rules", "from teamvault_mcp.tools.notes import write_note", "what the tool families share"),
         ("tools.context", "from teamvault_mcp.tools import table", "what the tool families share"),
         ("tools.reading", "import requests", "only vault/ may"),
         ("text.search", "from urllib3 import PoolManager", "only vault/ may"),

@@ -19,7 +19,8 @@ from support.sessions import open_session
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.server.runner import MAX_CONCURRENT_CALLS
-from teamvault_mcp.tools import no_lost_updates, reading
+from teamvault_mcp.tools import reading
+from teamvault_mcp.tools.writing import rewrite
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +61,7 @@ async def test_a_read_whose_work_does_not_stop_is_answered_within_its_budget(
 async def test_a_write_stuck_after_its_request_was_sent_says_it_may_have_been_applied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, release: threading.Event
 ) -> None:
-    monkeypatch.setattr(no_lost_updates, "unified_diff", stuck(release, no_lost_updates.unified_diff))
+    monkeypatch.setattr(rewrite, "unified_diff", stuck(release, rewrite.unified_diff))
     async with open_session(tmp_path, call_budget=BUDGET, structured_content=True) as session:
         await session.ok("write_note", path="a.md", content="# A\none\n")
         edit = {"oldText": "one", "newText": "two"}

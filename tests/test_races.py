@@ -23,7 +23,8 @@ import pytest
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
-from teamvault_mcp.tools.versions import to_keep
+from teamvault_mcp.tools.writing.history import to_keep
+from teamvault_mcp.vault.client import VaultVersion
 
 AGENTS = 16
 ROUNDS = 40
@@ -261,7 +262,7 @@ def test_in_a_storm_the_version_kept_is_chosen_among_all_that_came_between() -> 
     base = b"# Log\n"
     texts = [base + b"- a\n", base + b"- a\n- y\n"]  # y wrote on top of a: it finished, its line must stay
     texts += [base + f"- loser {n}\n".encode() for n in range(8)]  # writers who read the base, each over the rest
-    between = tuple({"id": f"v{n}"} for n in range(len(texts)))
+    between = tuple(VaultVersion({"id": f"v{n}"}) for n in range(len(texts)))
     client = SimpleNamespace(download_version=lambda project, file_id, version_id: texts[int(version_id[1:])])
     kept, data = to_keep(
         cast(Any, SimpleNamespace(client=client)), "p1", cast(Any, SimpleNamespace(id="f1")), base, between
@@ -274,7 +275,7 @@ def test_two_finished_writers_on_top_of_different_texts_are_both_kept() -> None:
     that and appended f, and finished too. No single version holds both finished lines: both are kept."""
     base = b"# Log\n"
     texts = [base + b"- l1\n", base + b"- l2\n", base + b"- l2\n- f\n"]
-    between = tuple({"id": f"v{n}"} for n in range(len(texts)))
+    between = tuple(VaultVersion({"id": f"v{n}"}) for n in range(len(texts)))
     client = SimpleNamespace(download_version=lambda project, file_id, version_id: texts[int(version_id[1:])])
     _, data = to_keep(
         cast(Any, SimpleNamespace(client=client)), "p1", cast(Any, SimpleNamespace(id="f1")), base, between

@@ -30,13 +30,14 @@ from teamvault_mcp.errors import (
     ToolInputError,
     UnexpectedAnswerError,
 )
+from teamvault_mcp.tools.writing.report import audit_outcome
 from teamvault_mcp.vault.retry import (
     Budget,
-    Failed,
     Outcome,
+    RequestFailure,
     RetryPolicy,
     SystemClock,
-    failure,
+    call_failure,
     outcome,
     parse_retry_after,
     run_with_retries,
@@ -81,7 +82,7 @@ def run(script: Script, clock: FakeClock, *, budget: float = 45.0, cancel: threa
         clock=clock,
         cancel=cancel or threading.Event(),
     )
-    if isinstance(result, Failed):
+    if isinstance(result, RequestFailure):
         raise result.error.attach(result.attempts)
     return result
 
@@ -218,7 +219,7 @@ def test_no_attempt_starts_with_less_than_2s_left(clock: FakeClock) -> None:
     result = run_with_retries(
         script, what=("GET", "/api/x"), policy=POLICY, budget=budget, clock=clock, cancel=threading.Event()
     )
-    assert isinstance(result, Failed) and isinstance(result.error, OutOfTimeError)
+    assert isinstance(result, RequestFailure) and isinstance(result.error, OutOfTimeError)
     assert script.limits == [] and result.attempts.made == 0
     assert not outcome(result.error.attach(result.attempts)).uncertain
     assert "Nothing was sent" in str(result.error) and "Gave up" not in str(result.error)
@@ -302,7 +303,7 @@ def test_the_loop_returns_what_happened_and_leaves_the_error_as_it_was(clock: Fa
         clock=clock,
         cancel=threading.Event(),
     )
-    assert isinstance(result, Failed) and result.error is answer
+    assert isinstance(result, RequestFailure) and result.error is answer
     assert result.attempts == Attempts(2, 1.0, 45.0, out_of_time=False, earlier_unanswered=True, may_still_run=True)
     assert str(answer) == text and answer.attempts is None  # nothing was edited: the client attaches the record
     assert outcome(answer) == Outcome("never")  # the 409 on its own is definite...
@@ -318,15 +319,17 @@ def test_the_loop_returns_what_happened_and_leaves_the_error_as_it_was(clock: Fa
 
 def test_the_final_message_has_the_hint_only_when_a_write_request_was_sent() -> None:
     error = http_error(503).attach(Attempts(3, 4.2, 45.0))
-    sent = failure(error, write_sent=True)
-    assert sent.text == f"{error} {UNCERTAIN_WRITE_HINT}" and sent.audited == "uncertain"
+    sent = call_failure(error, write_sent=True)
+    assert sent.text == f"{error} {UNCERTAIN_WRITE_HINT}" and audit_outcome(sent) == "uncertain"
     assert "(Gave up after 3 attempts in 4.2 s.)" in sent.text
-    unsent = failure(error, write_sent=False)
-    assert unsent.text == str(error) and unsent.audited == "failed"
-    definite = failure(http_error(409, code="path_exists"), write_sent=True)
-    assert UNCERTAIN_WRITE_HINT not in definite.text and definite.audited == "failed"
-    cancelled = failure(CallCancelledError(), write_sent=True)
-    assert cancelled.text == f"The call was cancelled. {UNCERTAIN_WRITE_HINT}" and cancelled.audited == "cancelled"
+    unsent = call_failure(error, write_sent=False)
+    assert unsent.text == str(error) and audit_outcome(unsent) == "failed"
+    definite = call_failure(http_error(409, code="path_exists"), write_sent=True)
+    assert UNCERTAIN_WRITE_HINT not in definite.text and audit_outcome(definite) == "failed"
+    cancelled = call_failure(CallCancelledError(), write_sent=True)
+    assert (
+        cancelled.text == f"The call was cancelled. {UNCERTAIN_WRITE_HINT}" and audit_outcome(cancelled) == "cancelled"
+    )
 
 
 def test_a_note_a_handler_adds_comes_after_what_the_loop_saw() -> None:

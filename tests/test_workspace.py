@@ -12,6 +12,7 @@ from pathlib import Path
 from support.fakes import make_config
 
 from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.tools.writing.report import WriteReport
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, SystemClock
 
@@ -48,7 +49,7 @@ def test_a_context_is_the_runner_s_workspace_and_the_call_s_own_client_budget_an
         assert shared == (runner.index, runner.note_index, runner.sync, workspace.key_user, runner.note_locks)
         assert context.tools == runner.tool_set() and context.write_prefixes == ("team/",)
         assert context.default_project_id == runner.config.project_id
-        assert context.facts == {} and context.facts is not workspace.context(client, budget, token).facts
+        assert context.report == WriteReport() and context.report is not workspace.context(client, budget, token).report
     finally:
         client.close()
         runner.close()

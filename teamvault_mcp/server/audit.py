@@ -3,7 +3,9 @@
 A line says when, which tool, which project and paths, the Idempotency-Key, how many
 HTTP attempts the write took, the outcome (``applied``, ``replayed``, ``failed``,
 ``uncertain``, ``cancelled``, or ``noop`` for a dry run or a change to the same
-content) and the content hash before and after when known. Never the API key, never
+content: ``tools/writing/report.py`` decides it) and every fact the write pipeline
+learnt: the content hash before and after when known, ``verified``, ``rebased``,
+``replacedMeanwhile``, and for a write of many notes one entry per note. Never the API key, never
 note content. Each line is written with one ``write`` to a file opened for appending
 (and under a lock), so concurrent calls never interleave. A log that cannot be written
 never fails a tool call; the first failure is reported on stderr.
@@ -19,11 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from teamvault_mcp.vault.retry import Failure
-
 log = logging.getLogger(__name__)
-
-OUTCOMES = ("applied", "replayed", "failed", "uncertain", "cancelled", "noop")
 
 
 class AuditLog:
@@ -57,12 +55,3 @@ class AuditLog:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def write_outcome(failure: Failure | None, *, replayed: bool, noop: bool) -> str:
-    """The ``outcome`` of a write tool call that ended in ``failure`` (None: it succeeded)."""
-    if failure is None:
-        if noop:
-            return "noop"
-        return "replayed" if replayed else "applied"
-    return failure.audited

@@ -157,7 +157,7 @@ class Callers:
         policy = self.policy or default_policy(config)
         client = open_client(config, budget, CancelToken(), clock=self.clock, policy=policy)  # on a pool of its own
         try:
-            return str(client.whoami()["id"])
+            return client.whoami().id
         except HTTPStatusError as refused:
             if refused.status in (401, 403):
                 return None

@@ -41,7 +41,7 @@ from teamvault_mcp.errors import (
     ToolInputError,
     WriteScopeError,
 )
-from teamvault_mcp.server.audit import AuditLog, write_outcome
+from teamvault_mcp.server.audit import AuditLog
 from teamvault_mcp.server.threads import CallThreads
 from teamvault_mcp.server.workspace import Workspace
 from teamvault_mcp.text.paths import stored_path_of
@@ -51,11 +51,12 @@ from teamvault_mcp.tools.context import Progress, ToolOutput, ToolSet
 from teamvault_mcp.tools.note_locks import LOCK_RESERVE, NoteLocks
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import not_offered
+from teamvault_mcp.tools.writing.report import WriteReport
 from teamvault_mcp.vault.ahead import ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, Failure, RetryPolicy, failure
+from teamvault_mcp.vault.retry import Budget, CallFailure, Clock, RetryPolicy, call_failure
 from teamvault_mcp.vault.sync import VaultSync
 
 if TYPE_CHECKING:
@@ -180,21 +181,21 @@ class ToolRunner:
             args = tool.check_arguments(arguments)
             self._check_write_scope(tool, args)
         except ToolInputError as error:
-            refused = failure(error, write_sent=False)
+            refused = call_failure(error, write_sent=False)
             if tool.writes:
                 self._audit(tool, arguments or {}, refused)
             return failed_output(refused)
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
         watch = _Watch()
-        output: ToolOutput | Failure = await self._in_worker(
+        output: ToolOutput | CallFailure = await self._in_worker(
             lambda: self._execute(tool, args, budget, token, progress, watch),
             token,
             budget,
             watch,
             late=lambda: self._overdue(tool, budget, watch),
         )
-        if isinstance(output, Failure):
+        if isinstance(output, CallFailure):
             return failed_output(output)
         return output
 
@@ -239,29 +240,25 @@ class ToolRunner:
         self,
         tool: Tool,
         args: dict[str, Any],
-        failed: Failure | None,
+        failed: CallFailure | None,
         *,
         client: TeamVaultClient | None = None,
-        facts: dict[str, Any] | None = None,
+        report: WriteReport | None = None,
     ) -> None:
-        """One audit-log line for a write tool call (nothing when there is no audit log)."""
+        """One audit-log line for a write tool call, with every fact of its ``report`` (nothing when there is no
+        audit log)."""
         if self.audit is None:
             return
-        facts = facts or {}
+        report = report or WriteReport()
         replayed = bool(client is not None and client.replayed)
         entry: dict[str, Any] = {
             "tool": tool.name,
             "project": args.get("projectId") or self.config.project_id,
-            "paths": facts.get("paths", _audited_paths(tool, args)),
+            "paths": report.paths if report.paths is not None else _audited_paths(tool, args),
             "idempotencyKey": client.idempotency_key if client is not None else None,
             "attempts": client.write_attempts if client is not None else 0,
-            "outcome": write_outcome(failed, replayed=replayed, noop=bool(facts.get("noop"))),
+            **report.audited(failed, replayed=replayed),
         }
-        if failed is None and "outcome" in facts:  # a write of many notes says how it ended, each in "notes"
-            entry["outcome"] = facts["outcome"]
-        for name in ("hashBefore", "hashAfter", "verified", "notes"):
-            if name in facts:
-                entry[name] = facts[name]
         if failed is not None:
             entry["error"] = type(failed.error).__name__
         self.audit.record(entry)
@@ -274,7 +271,7 @@ class ToolRunner:
         token: CancelToken,
         progress: Progress | None,
         watch: _Watch,
-    ) -> ToolOutput | Failure:
+    ) -> ToolOutput | CallFailure:
         """The worker thread's part: one client for the call (shown to ``watch``), the handler, errors as values."""
         with self._active_lock:
             self._active.add(token)
@@ -315,9 +312,9 @@ class ToolRunner:
             with self._active_lock:
                 self._active.discard(token)
         # Only a write request that was sent can have been applied.
-        ended = failure(error, write_sent=tool.writes and client.write_attempts > 0) if error is not None else None
+        ended = call_failure(error, write_sent=tool.writes and client.write_attempts > 0) if error is not None else None
         if tool.writes:
-            self._audit(tool, args, ended, client=client, facts=context.facts)
+            self._audit(tool, args, ended, client=client, report=context.report)
         return ended if ended is not None else output
 
     def _notes_held(
@@ -339,7 +336,13 @@ class ToolRunner:
         )
 
     async def _in_worker(
-        self, work: Callable[[], Any], token: CancelToken, budget: Budget, watch: _Watch, *, late: Callable[[], Failure]
+        self,
+        work: Callable[[], Any],
+        token: CancelToken,
+        budget: Budget,
+        watch: _Watch,
+        *,
+        late: Callable[[], CallFailure],
     ) -> Any:
         """Run ``work`` in a call thread; if this task is cancelled meanwhile, cancel ``token`` at once.
 
@@ -358,7 +361,7 @@ class ToolRunner:
 
         abandoned = False
 
-        def answer_late() -> Failure:
+        def answer_late() -> CallFailure:
             nonlocal abandoned
             abandoned = True  # its slot is freed when its thread returns, not now: the work is still running
             return late()
@@ -372,7 +375,7 @@ class ToolRunner:
             try:
                 await asyncio.wait_for(slots.acquire(), max(budget.remaining(), 0.0))
             except TimeoutError:
-                return failure(NoWorkerError(MAX_CONCURRENT_CALLS, budget.seconds), write_sent=False)
+                return call_failure(NoWorkerError(MAX_CONCURRENT_CALLS, budget.seconds), write_sent=False)
         else:
             await slots.acquire()
         try:
@@ -389,11 +392,11 @@ class ToolRunner:
             if not abandoned:
                 slots.release()
 
-    def _overdue(self, tool: Tool, budget: Budget, watch: _Watch) -> Failure:
+    def _overdue(self, tool: Tool, budget: Budget, watch: _Watch) -> CallFailure:
         """The answer to a call whose work did not stop at the end of its budget (see :meth:`_in_worker`)."""
         log.warning("%s was still working at the end of its budget; answered without it", tool.name)
         sent = tool.writes and any(client.write_attempts > 0 for client in watch.clients)
-        return failure(OverdueError(tool.name, budget.seconds), write_sent=sent)
+        return call_failure(OverdueError(tool.name, budget.seconds), write_sent=sent)
 
 
 @dataclass
@@ -411,9 +414,9 @@ def error_output(text: str, facts: dict[str, Any] | None = None) -> ToolOutput:
     return ToolOutput(text, {"error": {"message": text, **(facts or {})}}, is_error=True)
 
 
-def failed_output(ended: Failure) -> ToolOutput:
+def failed_output(ended: CallFailure) -> ToolOutput:
     """The result of a call that failed: the message, and whether the change may or may not have been applied."""
-    return error_output(ended.text, {**ended.error.facts(), "mayHaveBeenApplied": ended.audited == "uncertain"})
+    return error_output(ended.text, {**ended.error.facts(), "mayHaveBeenApplied": ended.uncertain})
 
 
 def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:

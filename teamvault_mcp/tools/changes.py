@@ -223,12 +223,12 @@ def _name(version: VaultVersion, me: str | None) -> str:
 def _my_id(ctx: ToolContext) -> str | None:
     """The key's user id (one whoami per session); None when the server would not say."""
     try:
-        user = ctx.key_user.get(ctx.client) if ctx.key_user is not None else ctx.client.whoami()
+        user = ctx.key_user.get(ctx.client)
     except CallCancelledError:
         raise
     except TeamVaultError:
         return None  # the changes are still worth showing; the names say who, if not whether it was you
-    return user.get("id")
+    return user.id
 
 
 def _who(change: Change) -> str:

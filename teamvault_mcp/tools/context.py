@@ -30,6 +30,7 @@ from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.missing import Listings, Revival, not_found
+from teamvault_mcp.tools.writing.report import WriteReport
 
 if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not need
     from teamvault_mcp.text.noteindex import NoteIndex
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.tools.note_locks import NoteLocks
     from teamvault_mcp.tools.schema_registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
-    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile, VaultUser
     from teamvault_mcp.vault.interrupt import CancelToken
     from teamvault_mcp.vault.retry import Budget
     from teamvault_mcp.vault.sync import VaultSync
@@ -106,9 +107,8 @@ class ToolContext:
     budget: Budget
     token: CancelToken
     progress: Progress | None = None
-    #: What a write handler learnt for the audit log: hashBefore, hashAfter, noop, verified; a write that finds
-    #: its notes itself (replace_in_notes) also gives paths, notes (one entry each) and the call's outcome.
-    facts: dict[str, Any] = field(default_factory=dict)
+    #: What a write handler learnt for the audit log (the write pipeline fills it: ``writing/report.py``).
+    report: WriteReport = field(default_factory=WriteReport)
     #: The folders writes may touch in the call's project (TEAM_VAULT_WRITE_PREFIXES), None: anywhere. The runner
     #: checks the paths a write's arguments name; a write that finds its notes itself checks each one.
     write_prefixes: tuple[str, ...] | None = None
@@ -228,10 +228,10 @@ class KeyUser:
     """The user the API key belongs to: one ``whoami`` for the whole session, kept once it has answered."""
 
     def __init__(self) -> None:
-        self._user: dict[str, Any] | None = None
+        self._user: VaultUser | None = None
         self._lock = threading.Lock()
 
-    def get(self, client: TeamVaultClient) -> dict[str, Any]:
+    def get(self, client: TeamVaultClient) -> VaultUser:
         with self._lock:
             if self._user is not None:
                 return self._user

@@ -1,7 +1,7 @@
 """The front-matter tools: read_frontmatter and update_frontmatter, a note's YAML properties by field.
 
 The YAML is read and changed by ``text/frontmatter.py`` (only the fields named change; the
-rest keeps its exact text); a change is written like any edit (``no_lost_updates.py``).
+rest keeps its exact text); a change is written like any edit (``writing/rewrite.py``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from teamvault_mcp.errors import ToolInputError, short_hash
 from teamvault_mcp.text import frontmatter
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.no_lost_updates import rewrite, rewritten_schema
 from teamvault_mcp.tools.spec import DRY_RUN, EXPECTED_HASH, NOTE_PATH, STRING, See, Tool, object_schema
-from teamvault_mcp.tools.writes import expect
+from teamvault_mcp.tools.writing.rewrite import rewrite, rewritten_schema
+from teamvault_mcp.tools.writing.rules import expect
 
 
 def read_frontmatter(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

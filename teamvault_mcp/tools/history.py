@@ -19,7 +19,6 @@ from teamvault_mcp.text.moments import parse_moment, shown, since_moment
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param, hash_header
-from teamvault_mcp.tools.no_lost_updates import STORY, Mode, add_story, write_content
 from teamvault_mcp.tools.spec import (
     EXPECTED_HASH,
     NOTE_PATH,
@@ -31,7 +30,9 @@ from teamvault_mcp.tools.spec import (
     rows,
 )
 from teamvault_mcp.tools.versions import version_author
-from teamvault_mcp.tools.writes import expect
+from teamvault_mcp.tools.writing.content import Mode, write_content
+from teamvault_mcp.tools.writing.rules import expect
+from teamvault_mcp.tools.writing.story import STORY, add_story
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import VaultFile, VaultVersion
@@ -162,9 +163,9 @@ def restore_note_version(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutpu
         "previousHash": note.content_hash,
         "contentHash": restored_hash,
     }
-    ctx.facts.update(hashBefore=note.content_hash, hashAfter=restored_hash)
+    ctx.report.facts.saw(note.content_hash, restored_hash)
     if restored_hash == note.content_hash:
-        ctx.facts["noop"] = True
+        ctx.report.noop = True
         result["action"] = "unchanged"
         result["summary"] = (
             f"{note.path} already has the content of version {version.number} (contentHash "

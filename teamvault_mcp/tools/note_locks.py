@@ -4,7 +4,7 @@ A write reads the note, works out its new text, writes it and checks what the se
 writes to one note at once race even inside one process (a host's parallel calls, the agents of a team on
 one ``serve --http``), and a server without conditional writes cannot refuse the loser. So every write
 tool call holds the lock of each note it names for the whole call, read included (``server/runner.py``),
-and every content write holds its note's lock while it writes and checks (``no_lost_updates.py``): two
+and every content write holds its note's lock while it writes and checks (``writing/content.py``): two
 writes of this process never meet at the server; only writes from elsewhere can. A lock is per project
 and stored path, reentrant in its thread, and kept only while held. Waiting for one is bounded by the
 call's budget and ends at once on a cancel; a call that cannot have it in time fails, having written

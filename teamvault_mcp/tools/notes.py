@@ -1,8 +1,8 @@
 """The tools that identify and change notes: whoami, list_projects, write_note, edit_note, move_note, delete_note.
 
 Reading is ``reading.py``, version history ``history.py``; every write follows the write
-rules (``writes.py``: preconditions, settled outcomes) and a content write loses no
-colleague's change (``no_lost_updates.py``).
+rules (``writing/rules.py``: preconditions, settled outcomes) and a content write loses no
+colleague's change (``writing/content.py``).
 """
 
 from __future__ import annotations
@@ -37,14 +37,6 @@ from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.missing import when_text
-from teamvault_mcp.tools.no_lost_updates import (
-    STORY,
-    Mode,
-    rewrite,
-    rewritten_schema,
-    write_content,
-    written_result,
-)
 from teamvault_mcp.tools.relinking import LINKS_SCHEMA, dry_run, update_links
 from teamvault_mcp.tools.spec import (
     DRY_RUN,
@@ -59,7 +51,10 @@ from teamvault_mcp.tools.spec import (
     rows,
 )
 from teamvault_mcp.tools.versions import describe
-from teamvault_mcp.tools.writes import create_content, expect, mime_type_for, result_limit, result_with, settle
+from teamvault_mcp.tools.writing.content import Mode, write_content
+from teamvault_mcp.tools.writing.rewrite import rewrite, rewritten_schema
+from teamvault_mcp.tools.writing.rules import create_content, expect, mime_type_for, result_limit, result_with, settle
+from teamvault_mcp.tools.writing.story import STORY, written_result
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
@@ -113,14 +108,14 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         given = None
         if not has_extension(path):
             given, path = path, path + NOTE_EXTENSION
-            ctx.facts["paths"] = [path]
+            ctx.report.paths = [path]
         return _create_note(ctx, project_id, args, path, data, given)
     existing = ctx.client.find_file(project_id, path)
     given = None
     if existing is None and not has_extension(path):  # a name as links write it: the note is name.md
         given, path = path, path + NOTE_EXTENSION
         existing = ctx.client.find_file(project_id, path)
-        ctx.facts["paths"] = [path]
+        ctx.report.paths = [path]
     expected = expect(ctx, project_id, path, existing, expected)  # from here on the full hash (If-Match)
     if existing is None:
         return _create_note(ctx, project_id, args, path, data, given)
@@ -128,7 +123,7 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         raise _already_exists(path)
     if existing.file_type != "TEXT":
         raise NotTextError(path, existing.mime_type or existing.file_type)
-    ctx.facts.update(hashBefore=existing.content_hash, hashAfter=new_hash)
+    ctx.report.facts.saw(existing.content_hash, new_hash)
     mode: Mode = "strict" if expected is not None else "replace"
     written = write_content(ctx, project_id, path, existing, data, mode=mode, expected=expected)
     size = written.file.size if written.file.size is not None else len(data)
@@ -147,12 +142,12 @@ def _create_note(
         raise missing
     stored_path_of(path, incoming=True)  # the server's gate for new paths, before the POST
     new_hash = sha256_hex(data)
-    ctx.facts.update(hashBefore=None, hashAfter=new_hash)
+    ctx.report.facts.saw(None, new_hash)
     try:
         written, verified = create_content(ctx, project_id, path, data)
     except HTTPStatusError as error:
         if error.status == 409 and error.code == "path_exists" and not outcome(error).uncertain:
-            ctx.facts.clear()  # nothing is known of the note that is there
+            ctx.report.clear()  # nothing is known of the note that is there
             raise _already_exists(path) from None
         raise
     size = written.size if written.size is not None else len(data)
@@ -230,12 +225,12 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             how = f" ({printable(folder)} is a folder: the note went into it, under its own name)"
         else:
             how = f" ('{extension_of(new_path)}' was added to the newPath you gave, {printable(raw)})"
-    ctx.facts["paths"] = [path, new_path]
+    ctx.report.paths = [path, new_path]
     expected = expect(ctx, project_id, path, file, args.get("expectedHash"))
     relink = args.get("updateLinks", True)
     if args.get("dryRun"):
         return dry_run(ctx, project_id, path, file, new_path, relink)
-    ctx.facts.update(hashBefore=file.content_hash, hashAfter=file.content_hash)
+    ctx.report.facts.saw(file.content_hash, file.content_hash)
     verified = False
     try:
         ctx.client.move_file(project_id, file.id, new_path, if_match=expected)
@@ -255,7 +250,7 @@ def move_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             if final is error and final.status == 409 and final.code == "path_exists":
                 _say_who_holds(ctx, project_id, new_path, path, final)
             raise
-        verified = ctx.facts["verified"] = True
+        verified = ctx.report.facts.verified = True
     if expected is not None and not ctx.client.conditional:
         _undo_move_if_changed(ctx, project_id, file, path, new_path, expected)
     result = {"path": new_path, "previousPath": path, "contentHash": file.content_hash}
@@ -327,7 +322,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     path, file = ctx.existing(project_id, args["path"])
     expected = expect(ctx, project_id, path, file, args.get("expectedHash"))
-    ctx.facts.update(hashBefore=file.content_hash, hashAfter=None)
+    ctx.report.facts.saw(file.content_hash, None)
     verified = False
     try:
         ctx.client.delete_file(project_id, file.id, if_match=expected)
@@ -342,7 +337,7 @@ def delete_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             untouched=lambda found: found is not None and found.id == file.id,
             untouched_text=f"the note still at {path}",
         )
-        verified = ctx.facts["verified"] = True
+        verified = ctx.report.facts.verified = True
     result: dict[str, Any] = {"path": path, "action": "deleted", "contentHash": file.content_hash}
     if expected is not None and not ctx.client.conditional:
         unchecked = _undo_delete_if_changed(ctx, project_id, file, path, expected)

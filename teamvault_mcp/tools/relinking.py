@@ -5,7 +5,7 @@ note with a link that resolved to the moved note before the move, and makes each
 new text with ``text/relink.py`` (only those links change: alias, heading, embed and style
 kept). The moved note itself is in the plan too when its new folder would turn one of its
 own relative links elsewhere. :func:`update_links` writes each changed note on its own,
-through ``no_lost_updates.py`` with the hash its new text was computed on as the expected
+through ``writing/content.py`` with the hash its new text was computed on as the expected
 hash: a colleague's edit in between is a conflict for that note alone (their text is kept,
 the note is reported), and the others are still written. A note outside the write scopes
 (``TEAM_VAULT_WRITE_PREFIXES``) is reported and not written. :func:`dry_run` lists the
@@ -38,8 +38,8 @@ from teamvault_mcp.text.relink import LinkChange, rewrite_note_links
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.indexing import index_notes, is_markdown, link_graph, list_vault, texts_of
-from teamvault_mcp.tools.no_lost_updates import write_content
 from teamvault_mcp.tools.spec import STRING, object_schema
+from teamvault_mcp.tools.writing.content import write_content
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkGraph
@@ -200,7 +200,7 @@ def dry_run(
             f"Dry run: a note already exists at {new_path}, so moving {path} there would fail. Nothing was changed; "
             "choose another newPath."
         )
-    ctx.facts["noop"] = True
+    ctx.report.noop = True
     answer = Answer(id=file.id, path=new_path, previousPath=path, dryRun=True)
     answer.summary(f"Dry run: nothing was written. {path} would move to {new_path}.")
     links: dict[str, Any] = {"summary": "", "updated": [], "notUpdated": []}

@@ -4,15 +4,16 @@ Matching and the compact preview are ``text/replace.py``'s; the notes come from 
 search uses (``gathering.py``). A dry run (the default) counts every note's matches and diffs
 only the notes it shows. Applying counts again on the notes as they are now, refuses when
 ``expectedCount`` differs (or when not every note could be read), and writes each note with
-``edit_note``'s write (``no_lost_updates.rewrite``), the hash it was computed on as its
+``edit_note``'s write (``writing/many.py``: ``write_one``), the hash it was computed on as its
 expectedHash: a colleague's write meanwhile is that note's conflict, never overwritten. Each
 note gets its own Idempotency-Key and its own outcome — applied, conflict or failed (with the
-uncertain-write hint when the outcome table says the write may have landed: ``vault.retry.failure``).
+uncertain-write hint when the outcome table says the write may have landed).
 A note outside the write scope is reported and left alone (and when every note with a match is, the apply
 says so first); every note written is audited. A match inside a link's target breaks that link when replaced:
 the preview and the applied answer name each such link, and ``links="keep"`` leaves them alone.
 
-About 640 lines: one tool's survey, preview and per-note writes, which read best together.
+About 590 lines: one tool's survey, preview and answers, which read best together (each note's write is the
+write pipeline's: ``writing/many.py``).
 """
 
 from __future__ import annotations
@@ -22,25 +23,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import (
-    CallCancelledError,
-    ChangedMeanwhileError,
-    ConflictError,
-    EditFailedError,
-    OutOfTimeError,
-    TeamVaultError,
-    short_hash,
-)
+from teamvault_mcp.errors import CallCancelledError, EditFailedError, short_hash
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.text.search import TimeUp
 from teamvault_mcp.text.sizes import refuse_past, utf8_size
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.gathering import RESERVE_SECONDS, Texts, gather
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.no_lost_updates import rewrite
 from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
-from teamvault_mcp.tools.writes import VERIFIED, result_limit
-from teamvault_mcp.vault.retry import failure
+from teamvault_mcp.tools.writing.many import write_one
+from teamvault_mcp.tools.writing.rules import VERIFIED, result_limit
 
 if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
     from teamvault_mcp.text.replace import LinkMatch, Replacer
@@ -109,7 +101,7 @@ def replace_in_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             result_limit(utf8_size(match.text)), match.size, match.path, f"The replacement ({match.count:,} matches)"
         )
     if args.get("dryRun", True):
-        ctx.facts["noop"] = True
+        ctx.report.noop = True
         return _preview(ctx, args, replacer, survey, chosen)
     if survey.not_searched:
         raise EditFailedError(
@@ -373,7 +365,7 @@ def _apply(
     survey: _Survey,
     chosen: list[_Match],
 ) -> ToolOutput:
-    ctx.facts.update(paths=[], notes=[])
+    ctx.report.many()
     done: list[dict[str, Any]] = []
     not_reached: list[_Match] = []
     for index, match in enumerate(chosen):
@@ -386,9 +378,6 @@ def _apply(
             break
     applied = [entry for entry in done if entry["status"] == "applied"]
     troubled = [entry for entry in done if entry["status"] in ("conflict", "failed")]
-    uncertain = any(entry.get("uncertain") for entry in done)
-    ctx.facts.pop("noop", None)
-    ctx.facts["outcome"] = "uncertain" if uncertain else "applied" if applied else "failed" if troubled else "noop"
     replaced = sum(entry["matches"] for entry in applied)
     total = sum(match.count for match in chosen)
     summary = f"Replaced {_what(args)} in {len(applied):,} of {_notes(len(chosen))} ({replaced:,} of {_matches(total)})"
@@ -436,44 +425,9 @@ def _write(ctx: ToolContext, project_id: str, replacer: Replacer, match: _Match)
     if new == match.text:  # the replacement is the text it replaces
         entry["status"] = "unchanged"
         return entry
-    ctx.client.new_write()  # another note, another request: a key of its own
-    audited: dict[str, Any] = {"path": match.path, "idempotencyKey": ctx.client.idempotency_key}
-    ctx.facts["paths"].append(match.path)
-    attempts = ctx.client.write_attempts
     note = Note(match.path, match.file, match.text.encode("utf-8"))
-    try:
-        output = rewrite(
-            ctx, project_id, note, new, dry_run=False, edits="the replacement", done="Replaced in", expected=match.read
-        )
-    except CallCancelledError:
-        audited["outcome"] = "cancelled"
-        raise
-    except ConflictError as error:
-        entry.update(status="conflict", error=_conflict(error))
-        audited.update(outcome="failed", error="ConflictError")
-    except ChangedMeanwhileError as error:
-        entry.update(status="conflict", error=str(error))
-        audited.update(outcome="failed", error="ChangedMeanwhileError")
-    except TeamVaultError as error:
-        ended = failure(error, write_sent=ctx.client.write_attempts > attempts)
-        entry.update(status="failed", error=ended.text)
-        if ended.audited == "uncertain":
-            entry["uncertain"] = True
-        if isinstance(error, OutOfTimeError):
-            entry["outOfTime"] = True
-        audited.update(outcome=ended.audited, error=type(error).__name__)
-    else:
-        written = output.structured or {}
-        entry.update(status="applied", contentHash=written.get("contentHash"))
-        for name in ("verified", "rebasedOnto", "unchecked"):
-            if name in written:
-                entry[name] = written[name]
-        audited["outcome"] = "replayed" if ctx.client.replayed else "applied"
-    finally:
-        for name in ("hashBefore", "hashAfter", "verified"):
-            if name in ctx.facts:
-                audited[name] = ctx.facts.pop(name)
-        ctx.facts["notes"].append(audited)
+    written = write_one(ctx, project_id, note, new, expected=match.read, edits="the replacement", done="Replaced in")
+    entry.update(written)
     return entry
 
 
@@ -491,15 +445,6 @@ def _note_line(entry: dict[str, Any]) -> str:
     if entry["status"] == "unchanged":
         return f"{said}: the replacement is the text it replaces; nothing was written."
     return f"{said}: {entry['error']}"
-
-
-def _conflict(error: ConflictError) -> str:
-    if error.current is None:
-        return "deleted since this call read it; nothing was written."
-    return (
-        f"changed since this call read it (its contentHash is now {short_hash(error.current)}); nothing was written "
-        "to it, their text stands. Preview again to include it."
-    )
 
 
 # -- words ------------------------------------------------------------------------------------------

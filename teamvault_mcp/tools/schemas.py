@@ -3,7 +3,7 @@
 A schema note (``text/schemas.py`` says what it holds) becomes a tool whose arguments
 are its fields; the schema registry (``schema_registry.py``) holds the schemas loaded now. An upsert
 creates the note where the schema says, or writes the given fields into its front
-matter like any edit (``no_lost_updates.py``).
+matter like any edit (``writing/rewrite.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from teamvault_mcp.text.diff import unified_diff
 from teamvault_mcp.text.schemas import Schema
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, json_output, sha256_hex
 from teamvault_mcp.tools.kinds import FIELD_READERS, read_text
-from teamvault_mcp.tools.no_lost_updates import STORY, rewrite
 from teamvault_mcp.tools.schema_registry import SchemaRegistry, SchemaSet
 from teamvault_mcp.tools.spec import STRING, Tool, object_schema
-from teamvault_mcp.tools.writes import VERIFIED, create_content
+from teamvault_mcp.tools.writing.rewrite import rewrite
+from teamvault_mcp.tools.writing.rules import VERIFIED, create_content
+from teamvault_mcp.tools.writing.story import STORY
 
 
 def list_schemas(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
@@ -89,7 +90,7 @@ def _create(schema: Schema, ctx: ToolContext, project_id: str, path: str, values
     text = frontmatter.update("", values, [], path)
     data = text.encode("utf-8")
     new_hash = sha256_hex(data)
-    ctx.facts.update(hashBefore=None, hashAfter=new_hash)
+    ctx.report.facts.saw(None, new_hash)
     _, verified = create_content(ctx, project_id, path, data)
     result: dict[str, Any] = {
         "path": path,

@@ -1,7 +1,7 @@
 """The section tool, edit_section: text put into one section of a note, found by its heading, no anchor needed.
 
 Where the text goes and the blank lines around it are ``text/sections.py``'s; the write is
-``edit_note``'s (``no_lost_updates.rewrite``): ``expectedHash``, the per-request Idempotency-Key,
+``edit_note``'s (``writing/rewrite.py``): ``expectedHash``, the per-request Idempotency-Key,
 settled outcomes, conditional writes and the after-the-fact race check. Without
 ``expectedHash`` a colleague's write meanwhile is rebased on (the content goes into their text);
 with it, it is a conflict. ``create=true`` makes a missing note through the create path
@@ -22,9 +22,9 @@ from teamvault_mcp.text.markdown import AmbiguousBreadcrumb, MissingHeading, par
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.tools.context import Note, ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
-from teamvault_mcp.tools.no_lost_updates import rewrite, rewritten_schema
 from teamvault_mcp.tools.spec import NULLABLE_STRING, Tool
-from teamvault_mcp.tools.writes import VERIFIED, create_content, expect
+from teamvault_mcp.tools.writing.rewrite import rewrite, rewritten_schema
+from teamvault_mcp.tools.writing.rules import VERIFIED, create_content, expect
 from teamvault_mcp.vault.retry import outcome
 
 #: Content longer than this is not repeated in a dry run's "apply it with" call.
@@ -115,9 +115,9 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
         "contentHash": new_hash,
         "diff": diff,
     }
-    ctx.facts.update(hashBefore=None, hashAfter=new_hash)
+    ctx.report.facts.saw(None, new_hash)
     if args.get("dryRun"):
-        ctx.facts["noop"] = True
+        ctx.report.noop = True
         result["summary"] = (
             f"Dry run: nothing was written. {path} does not exist; this would create it with contentHash "
             f"{short_hash(new_hash)}."
@@ -131,7 +131,7 @@ def _create(ctx: ToolContext, project_id: str, args: Mapping[str, Any]) -> ToolO
             raise
         # Someone created the note between our look and our create: the content goes into theirs.
         ctx.client.new_write()
-        ctx.facts.clear()
+        ctx.report.clear()
         story = "Someone created the note at the same moment; the content went into their text."
         return _edit(ctx, project_id, ctx.note(project_id, path), args, story)
     result["path"] = written.path

@@ -43,7 +43,7 @@ from teamvault_mcp.vault.answers import (
     version_record,
 )
 from teamvault_mcp.vault.interrupt import CancelToken
-from teamvault_mcp.vault.retry import Budget, Clock, Failed, RetryPolicy, parse_retry_after, run_with_retries
+from teamvault_mcp.vault.retry import Budget, Clock, RequestFailure, RetryPolicy, parse_retry_after, run_with_retries
 from teamvault_mcp.vault.transport import Answer, HttpPool, HttpSession
 
 log = logging.getLogger(__name__)
@@ -523,7 +523,7 @@ class TeamVaultClient:
             clock=self._clock,
             cancel=self._token.event,
         )
-        if isinstance(result, Failed):  # the caller catches the error by its type; what the loop saw rides along
+        if isinstance(result, RequestFailure):  # the caller catches the error by type; what the loop saw rides along
             raise result.error.attach(result.attempts)
         answer = result
         if write:

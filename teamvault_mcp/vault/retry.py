@@ -9,9 +9,9 @@ attempt. Time comes from an injected :class:`Clock`, so tests drive it by hand.
 What a failed attempt means is data: :data:`OUTCOMES`, one table keyed by the kind of error
 and its status, says whether the request may be sent again (and how), whether a write that
 ended so may or may not have been applied, and whether the attempt may still be running on
-the server. :func:`outcome` reads it; the loop, ``settle`` (``tools/writes.py``) and the end
-of a tool call (:func:`failure`: its message and its audit outcome) all ask it, and nothing
-else decides. The loop returns what happened — the answer, or :class:`Failed` — and never
+the server. :func:`outcome` reads it; the loop, ``settle`` (``tools/writing/rules.py``) and the end
+of a tool call (:func:`call_failure`: its message, and whether the write may have been applied) all ask
+it, and nothing else decides. The loop returns what happened — the answer, or :class:`RequestFailure` — and never
 edits an exception. This module never imports ``requests``: an attempt is any callable.
 """
 
@@ -235,25 +235,33 @@ def outcome(error: TeamVaultError) -> Outcome:
 
 
 @dataclass(frozen=True)
-class Failure:
-    """How a failed tool call ends: the error, the message the model reads, and the audit log's outcome."""
+class CallFailure:
+    """How a failed tool call ends: the error, the message the model reads, and whether that message says the
+    write may have been applied (a write was sent, and :func:`outcome` says it may have landed). Its audit
+    outcome is ``tools/writing/report.audit_outcome``'s to say."""
 
     error: TeamVaultError
     text: str
-    audited: Literal["failed", "uncertain", "cancelled"]
+    may_have_applied: bool
+
+    @property
+    def cancelled(self) -> bool:
+        return isinstance(self.error, CallCancelledError)
+
+    @property
+    def uncertain(self) -> bool:
+        """The write may or may not have been applied, and the host did not cancel the call."""
+        return self.may_have_applied and not self.cancelled
 
 
-def failure(error: TeamVaultError, *, write_sent: bool) -> Failure:
+def call_failure(error: TeamVaultError, *, write_sent: bool) -> CallFailure:
     """The end of a tool call that failed with ``error``; ``write_sent``: it sent a write request.
 
     Only a write that was sent can have been applied: then, when :func:`outcome` says it may
     have been, the message ends with the hint to check before calling again.
     """
     may_have_applied = write_sent and outcome(error).uncertain
-    text = failure_text(error, hint=may_have_applied)
-    if isinstance(error, CallCancelledError):
-        return Failure(error, text, "cancelled")
-    return Failure(error, text, "uncertain" if may_have_applied else "failed")
+    return CallFailure(error, failure_text(error, hint=may_have_applied), may_have_applied)
 
 
 # -- the loop ------------------------------------------------------------------------------------
@@ -264,7 +272,7 @@ Attempt = Callable[[float, int], T]
 
 
 @dataclass(frozen=True)
-class Failed:
+class RequestFailure:
     """How a request failed: its last error, and what the loop saw (the client attaches it and raises)."""
 
     error: TeamVaultError
@@ -279,10 +287,10 @@ def run_with_retries(
     budget: Budget,
     clock: Clock,
     cancel: threading.Event,
-) -> T | Failed:
+) -> T | RequestFailure:
     """Run ``attempt`` until it succeeds, fails for good, the budget ends, or the call is cancelled.
 
-    ``what`` is ``(method, api_path)``, for messages. Returns the answer, or :class:`Failed`
+    ``what`` is ``(method, api_path)``, for messages. Returns the answer, or :class:`RequestFailure`
     with the last error and what the loop saw. A cancel raises :class:`CallCancelledError`.
     """
     counted_failures = 0
@@ -292,11 +300,11 @@ def run_with_retries(
     may_still_run = False  # some attempt may still be running on the server
     last: TeamVaultError | None = None
 
-    def failed(error: TeamVaultError, *, out_of_time: bool) -> Failed:
+    def failed(error: TeamVaultError, *, out_of_time: bool) -> RequestFailure:
         # A definite answer now (say 409 path_exists) may be the echo of an earlier attempt that landed.
         echo = earlier_uncertain and not outcome(error).uncertain
         seen = Attempts(made, budget.elapsed(), budget.seconds, out_of_time, echo, may_still_run)
-        return Failed(error, seen)
+        return RequestFailure(error, seen)
 
     while True:
         if cancel.is_set():

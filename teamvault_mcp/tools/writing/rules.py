@@ -11,7 +11,7 @@
   been applied" hint.
 
 A write of a note's content also loses no colleague's change made meanwhile: that is
-``no_lost_updates.py``, built on these rules.
+``content.py``, built on these rules.
 """
 
 from __future__ import annotations
@@ -78,12 +78,12 @@ def _since(
     """The diff from the version the agent saw to the note now, if the history still has that version."""
     try:
         seen = next(
-            (v for v in ctx.client.list_versions(project_id, file.id) if same_hash(v.get("contentHash"), expected)),
+            (v for v in ctx.client.list_versions(project_id, file.id) if same_hash(v.content_hash, expected)),
             None,
         )
         if seen is None or file.file_type != "TEXT":
             return None
-        then = ctx.client.download_version(project_id, file.id, str(seen["id"])).decode("utf-8", errors="replace")
+        then = ctx.client.download_version(project_id, file.id, seen.id).decode("utf-8", errors="replace")
         if current_text is None:
             current_text = ctx.client.download(project_id, file.id).decode("utf-8", errors="replace")
     except CallCancelledError:
@@ -129,7 +129,7 @@ def settle_content(
             else f"still no note at {path}",
         )
         assert found is not None
-        ctx.facts["verified"] = True
+        ctx.report.facts.verified = True
         ctx.remember(project_id, data)
         return found, True
     ctx.remember(project_id, data)
