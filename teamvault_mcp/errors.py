@@ -27,8 +27,12 @@ Every failure the package reports is one of these. ``vault/transport.py`` and
     ├── NotAppliedError             an unanswered write that a check found not applied
     ├── NoteBusyError               another call of this server held the note's lock too long; nothing written
     ├── OutOfTimeError              the call's budget is too short to start a request
-    ├── InternalError               a bug, or data nested past what Python can process, stopped the call
-    └── CallCancelledError          the host cancelled the call
+    ├── OverdueError                the call's work was still running when its budget ran out
+    ├── NoWorkerError               every call slot stayed busy for the call's whole budget
+    └── InternalError               a bug, or data nested past what Python can process, stopped the call
+
+    CallCancelledError (BaseException) the host cancelled the call: not a failure, and no ``except`` of
+                                    failures (ours or ``Exception``) catches it on the way to the runner
 
 The errors keep facts only: a status, an envelope code, whether the connection ever opened,
 ``Retry-After``. What a failure *means* — whether the request may be sent again, whether a
@@ -120,7 +124,7 @@ class TeamVaultError(Exception):
         return {}
 
 
-def failure_text(error: TeamVaultError, *, hint: bool = False) -> str:
+def failure_text(error: CallStop, *, hint: bool = False) -> str:
     """The message of a failure, as the model reads it; the one place it is put together.
 
     The error's own words, what the retry loop saw (the attempts, an earlier attempt that got
@@ -722,11 +726,30 @@ class NoWorkerError(TeamVaultError):
         )
 
 
-class CallCancelledError(TeamVaultError):
-    """The host cancelled the tool call; no further request is made."""
+class CallCancelledError(BaseException):
+    """The host cancelled the tool call (or the runner, at the end of its budget); no further request is made.
+
+    Not a :class:`TeamVaultError`: nothing failed at the vault. Like ``asyncio.CancelledError`` it derives from
+    ``BaseException``, so neither ``except TeamVaultError`` (a failure handled on the spot) nor ``except
+    Exception`` (a bug logged) can swallow it: it reaches the runner, which answers it, and the few places that
+    clean up after it (a sync requeues its job, the warm-up says it stopped) catch it by name.
+    """
+
+    #: What the outcome table and :func:`failure_text` read of a failure: a cancel has no attempts of its own
+    #: (the retry loop raises it instead of giving up), no notes, no server's ``Retry-After``.
+    attempts: Attempts | None = None
+    notes: tuple[str, ...] = ()
+    retry_after: float | None = None
 
     def __init__(self) -> None:
         super().__init__("The call was cancelled.")
+
+    def facts(self) -> dict[str, Any]:
+        return {}
+
+
+#: What ends a tool call without its result: a failure of our tree, or the host's cancel.
+CallStop = TeamVaultError | CallCancelledError
 
 
 #: Hex digits of a contentHash that texts show; every expectedHash accepts them (or all 64, or any 8 or more).

@@ -33,6 +33,7 @@ import mcp.types as types
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import (
     CallCancelledError,
+    CallStop,
     InternalError,
     InvalidPathError,
     NoWorkerError,
@@ -283,7 +284,7 @@ class ToolRunner:
         client = workspace.client(budget, token)
         watch.clients.append(client)
         context = workspace.context(client, budget, token, project_id=args.get("projectId"), progress=progress)
-        error: TeamVaultError | None = None
+        error: CallStop | None = None
         try:
             with self._notes_held(tool, args, budget, token):
                 output = tool.handler(context, args)

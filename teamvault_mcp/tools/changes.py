@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.text.moments import parse_moment, shown, since_moment
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.tools.answer import Answer
@@ -194,8 +194,6 @@ def _with_versions(
     """``listed`` as the note's versions tell it; as listed when the server lists none or will not."""
     try:
         versions = ctx.client.list_versions(project_id, file.id)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         versions = []  # the listing's dates and last writer still say something
     if not versions or not all(parse_moment(v.created_at) for v in versions):
@@ -224,8 +222,6 @@ def _my_id(ctx: ToolContext) -> str | None:
     """The key's user id (one whoami per session); None when the server would not say."""
     try:
         user = ctx.key_user.get(ctx.client) if ctx.key_user is not None else ctx.client.whoami()
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return None  # the changes are still worth showing; the names say who, if not whether it was you
     return user.get("id")

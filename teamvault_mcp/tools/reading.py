@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, short_hash
+from teamvault_mcp.errors import TeamVaultError, ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import DEFAULT_EXCERPT_CHARS, Excerpt, excerpt_of
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.tools.answer import Answer
@@ -112,8 +112,6 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         client = ctx.client.fork()  # a client per thread: same budget, cancel token and pool; its own answer flags
         try:
             return dataclasses.replace(ctx, client=client).note(project_id, raw)
-        except CallCancelledError:
-            raise
         except TeamVaultError as error:
             return str(error)
         finally:
