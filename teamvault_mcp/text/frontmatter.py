@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import TeamVaultError
+from teamvault_mcp.errors import FrontMatterError as FrontMatterError
 from teamvault_mcp.text.diff import newline_of, with_newline
 
 if TYPE_CHECKING:  # yamltext imports ruamel.yaml, which start-up does not need
@@ -42,10 +42,6 @@ if TYPE_CHECKING:  # yamltext imports ruamel.yaml, which start-up does not need
 
 BOM = "\ufeff"
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-class FrontMatterError(TeamVaultError):
-    """Front matter that cannot be read, or changed safely; nothing was written."""
 
 
 @dataclass(frozen=True)
