@@ -52,7 +52,7 @@ method), with the helpers every message shows its quotes with (``printable``, ``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,15 +62,24 @@ from teamvault_mcp.messages import STATUS_MEANINGS as STATUS_MEANINGS
 from teamvault_mcp.messages import WRITES as WRITES
 from teamvault_mcp.messages import Named, row_of, target_of
 from teamvault_mcp.messages import StatusMeaning as StatusMeaning
+from teamvault_mcp.messages import Suggest as Suggest
+from teamvault_mcp.messages import Words as Words
 from teamvault_mcp.messages import meaning_of as meaning_of
 from teamvault_mcp.messages import printable as printable
 from teamvault_mcp.messages import server_said as server_said
 from teamvault_mcp.messages import short_hash as short_hash
+from teamvault_mcp.messages import worded as worded
 
-UNCERTAIN_WRITE_HINT = (
-    "The change may or may not have been applied. "
-    "Check the current state with read_note or list_notes before calling again."
+#: Said after a failed write that the outcome table says may have been applied.
+UNCERTAIN_WRITE_WORDS: Words = (
+    "The change may or may not have been applied. ",
+    Suggest(
+        ("read_note", "list_notes"),
+        "Check the current state with read_note or list_notes before calling again.",
+        "Check the note's current state before calling again.",
+    ),
 )
+UNCERTAIN_WRITE_HINT = worded(UNCERTAIN_WRITE_WORDS)
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,24 @@ class TeamVaultError(Exception):
     attempts: Attempts | None = None
     #: Sentences a handler added after the fact (:meth:`extend`).
     notes: tuple[str, ...] = ()
+    _words: Words = ()
+
+    def __init__(self, *words: str | Suggest) -> None:
+        """The message, from plain words and :class:`Suggest` words: ``str()`` names every tool they name, and
+        :func:`failure_text` words it for the tools a server registered."""
+        if len(words) == 1 and isinstance(words[0], str):
+            super().__init__(words[0])
+        elif words:
+            super().__init__(worded(words))
+            self._words = words
+        else:
+            super().__init__()
+
+    @property
+    def words(self) -> Words:
+        """The message in parts, its tools as data; as one plain part once something rewrote it (a redaction)."""
+        said = str(self.args[0]) if self.args else ""
+        return self._words if self._words and worded(self._words) == said else (said,)
 
     def attach(self, attempts: Attempts) -> TeamVaultError:
         """This error, with what the retry loop saw of the request it ended; set once."""
@@ -136,20 +163,32 @@ class TeamVaultError(Exception):
         return {}
 
 
-def failure_text(error: CallStop, *, hint: bool = False) -> str:
+def failure_text(error: CallStop, *, hint: bool = False, offered: Collection[str] | None = None) -> str:
     """The message of a failure, as the model reads it; the one place it is put together.
 
     The error's own words, what the retry loop saw (the attempts, an earlier attempt that got
     no answer), what a handler added, and, with ``hint`` (a write request was sent and the
     outcome table says it may have been applied: ``vault.retry.failure``), :data:`UNCERTAIN_WRITE_HINT`.
+    The tools the words name are those ``offered`` registers (None: every tool): a sentence that
+    sends the agent to another tool says the same without it, or goes (:class:`Suggest`).
     """
-    parts = [str(error.args[0]) if error.args else ""]
+    parts = [worded(error.words, offered)]
     if error.attempts is not None:
         parts += error.attempts.sentences()
     parts += error.notes
     if hint:
-        parts.append(UNCERTAIN_WRITE_HINT)
+        parts.append(worded(UNCERTAIN_WRITE_WORDS, offered))
     return " ".join(parts)
+
+
+def for_tools(text: str, error: CallStop, offered: Collection[str]) -> str:
+    """A failure's ``text`` (as :func:`failure_text` wrote it, naming every tool) for a server that registered
+    ``offered``: the one place an answer's message is worded against the tools there are. A text that
+    :func:`failure_text` did not write stays as it is."""
+    hint = text.endswith(UNCERTAIN_WRITE_HINT)
+    if text != failure_text(error, hint=hint):
+        return text
+    return failure_text(error, hint=hint, offered=offered)
 
 
 class ConfigError(TeamVaultError):
@@ -212,7 +251,10 @@ class WriteScopeError(ToolInputError):
 
 class NoProjectError(ToolInputError):
     def __init__(self) -> None:
-        super().__init__("No projectId given and TEAM_VAULT_PROJECT_ID is not set — call list_projects to find one.")
+        super().__init__(
+            "No projectId given and TEAM_VAULT_PROJECT_ID is not set",
+            Suggest(("list_projects",), " — call list_projects to find one.", "."),
+        )
 
 
 class NoteNotFoundError(TeamVaultError):
@@ -251,7 +293,11 @@ class SectionNotFoundError(TeamVaultError):
         if closest and top_level:
             paths = " or ".join(json.dumps(list(names), ensure_ascii=False) for names in closest)
             text += f" Closest headings, as section: {paths}."
-        super().__init__(f"{text} Call note_outline to see the structure.")
+        super().__init__(text, SEE_OUTLINE)
+
+
+#: The end of a message about a note's headings.
+SEE_OUTLINE = Suggest(("note_outline",), " Call note_outline to see the structure.")
 
 
 class NotTextError(TeamVaultError):
@@ -289,14 +335,18 @@ class HTTPStatusError(TeamVaultError):
         row = row_of(status, code, target_of(api_path), method)
         named = Named({key: printable(value) for key, value in (about or {}).items()}, location=location or "?")
         shown_code = f" ({printable(code)[:80]})" if code else ""
-        meaning = row.text.format_map(named)
+        meaning = tuple(
+            word.format_map(named)
+            if isinstance(word, str)
+            else Suggest(word.tools, word.text.format_map(named), word.instead)  # the rows' Suggests name no path
+            for word in row.words
+        )
         if about and row.methods is not None:
             # A row written for this very request says all the agent needs, naming its paths: the API path's
             # internal ids and the server's own words (mostly Russian) would only be noise.
-            super().__init__(f"HTTP {status}{shown_code}: {meaning}")
+            super().__init__(f"HTTP {status}{shown_code}: ", *meaning)
             return
-        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning}"
-        super().__init__(text + server_said(detail))
+        super().__init__(f"{method} {api_path} → HTTP {status}{shown_code}: ", *meaning, server_said(detail))
 
     def facts(self) -> dict[str, Any]:
         return {"httpStatus": self.status, **({"code": self.code} if self.code else {})}
@@ -440,7 +490,10 @@ class NotAppliedError(TeamVaultError):
     """A write that got no definite answer, and a check right after found the note as it was before."""
 
     def __init__(self, error: TeamVaultError, state: str) -> None:
-        super().__init__(f"{error} A check right after found {state}: the change was not applied. You can call again.")
+        said = str(error)  # its words, then what the retry loop saw and what a handler added
+        rest = said[len(worded(error.words)) :]
+        check = f" A check right after found {state}: the change was not applied. You can call again."
+        super().__init__(*error.words, rest + check)
 
 
 class NoteBusyError(TeamVaultError):
@@ -503,6 +556,10 @@ class CallCancelledError(BaseException):
 
     def __init__(self) -> None:
         super().__init__("The call was cancelled.")
+
+    @property
+    def words(self) -> Words:
+        return (str(self.args[0]),)
 
     def facts(self) -> dict[str, Any]:
         return {}

@@ -1,17 +1,52 @@
-"""The words of failures: what an error answer means, and how texts show paths, hashes and a server's words.
+"""The words of failures: what an error answer means, the tools a message names, how texts quote.
 
 :data:`STATUS_MEANINGS` says in English what each error answer of the server means (status, envelope code,
 what the path names, the method) and what to do next; :class:`~teamvault_mcp.errors.HTTPStatusError` reads
-it. :func:`printable`, :func:`short_hash` and :func:`server_said` are how every message shows what it quotes.
+it. A message that sends the agent to a tool says so as data, a :class:`Suggest`, worded against the tools
+the server registered where a failure becomes an answer (``errors.for_tools``): never a tool it lacks.
+:func:`printable`, :func:`short_hash` and :func:`server_said` are how every message shows what it quotes.
 The error tree itself, and the one function that puts a failure's message together, are in ``errors.py``;
 nothing here raises or catches.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 BODY_EXCERPT_CHARS = 400
+
+
+# -- words that name tools ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suggest:
+    """Words of a message that send the agent to tools: ``text`` when all of ``tools`` are registered, else
+    ``instead``: the same advice without them, fewer tools (another :class:`Suggest`), or nothing.
+    ``tools.spec.See`` does this for descriptions."""
+
+    tools: tuple[str, ...]
+    text: str
+    instead: str | Suggest = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+    def for_tools(self, offered: Collection[str] | None) -> str:
+        """The words for a server that registered ``offered`` (None: every tool)."""
+        if offered is None or set(self.tools) <= set(offered):
+            return self.text
+        return self.instead if isinstance(self.instead, str) else self.instead.for_tools(offered)
+
+
+#: A message in parts: plain words, and the words that name tools.
+Words = tuple[str | Suggest, ...]
+
+
+def worded(words: Words, offered: Collection[str] | None = None) -> str:
+    """The message ``words`` make for a server that registered ``offered`` (None: every tool)."""
+    return "".join(word if isinstance(word, str) else word.for_tools(offered) for word in words)
 
 
 # -- what an error answer means -------------------------------------------------------------------
@@ -26,12 +61,12 @@ class StatusMeaning:
     """One row of :data:`STATUS_MEANINGS`. ``None`` matches anything; ``status`` may be a range.
 
     ``target`` is what the API path names (see :func:`target_of`), ``methods`` the request
-    methods the row is for (``PATCH`` on a file is a move). ``text`` says what happened and
-    what to do next.
+    methods the row is for (``PATCH`` on a file is a move). ``said`` says what happened and
+    what to do next; the tools it names, as :class:`Suggest` words.
     """
 
     status: int | range
-    text: str
+    said: str | Words
     code: str | None = None
     target: str | None = None
     methods: tuple[str, ...] | None = None
@@ -44,12 +79,23 @@ class StatusMeaning:
             and (self.methods is None or method in self.methods)
         )
 
+    @property
+    def words(self) -> Words:
+        return (self.said,) if isinstance(self.said, str) else self.said
+
+    @property
+    def text(self) -> str:
+        """What it says with every tool registered."""
+        return worded(self.words)
+
 
 _BUG = "This is a bug in teamvault-mcp: nothing was changed; please report it with this message."
 _NOT_TEAM_VAULT = (
     "there is no Team Vault API at this address. TEAM_VAULT_URL must be the address of the Team Vault web app, "
     "without /api (e.g. https://vault.example.com); run `teamvault-mcp check` to diagnose it."
 )
+
+_SEE_LIST_NOTES = Suggest(("list_notes",), " Call list_notes to see what is there now.")
 
 #: Error answers in English, most specific row first: the first row that matches is used. A tool-specific
 #: next step is one more row above the general one: a move onto an existing path, say, is
@@ -94,39 +140,54 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
     ),
     StatusMeaning(
         403,
-        "the key's user is not allowed to read this. Ask a project owner for access; list_projects shows the "
-        "projects this key can use.",
+        (
+            "the key's user is not allowed to read this. Ask a project owner for access",
+            Suggest(("list_projects",), "; list_projects shows the projects this key can use.", "."),
+        ),
     ),
     StatusMeaning(
         404,
-        "the server has a record of this note, but its content is missing from the server's storage: a problem "
-        "on the server. Tell the vault's administrator; list_note_versions may still give an earlier version.",
+        (
+            "the server has a record of this note, but its content is missing from the server's storage: a "
+            "problem on the server. Tell the vault's administrator",
+            Suggest(("list_note_versions",), "; list_note_versions may still give an earlier version.", "."),
+        ),
         code="file_missing_on_disk",
     ),
     StatusMeaning(404, _NOT_TEAM_VAULT, target="account"),
     StatusMeaning(404, _NOT_TEAM_VAULT, target="projects"),
     StatusMeaning(
         404,
-        "no such project, or the key's user is not a member of it. Call list_projects to see the projects this "
-        "key can use, and pass one as projectId.",
+        (
+            "no such project, or the key's user is not a member of it. ",
+            Suggest(
+                ("list_projects",),
+                "Call list_projects to see the projects this key can use, and pass one as projectId.",
+                "Pass a project this key can use as projectId.",
+            ),
+        ),
         target="project",
     ),
     StatusMeaning(
         404,
-        "the note is no longer there: someone deleted or moved it after it was looked up. Nothing was changed. "
-        "Call list_notes to see what is there now.",
+        (
+            "the note is no longer there: someone deleted or moved it after it was looked up. Nothing was changed.",
+            _SEE_LIST_NOTES,
+        ),
         target="file",
         methods=WRITES,
     ),
     StatusMeaning(
         404,
-        "the note is no longer there: someone deleted or moved it after it was looked up. Call list_notes to "
-        "see what is there now.",
+        ("the note is no longer there: someone deleted or moved it after it was looked up.", _SEE_LIST_NOTES),
         target="file",
     ),
     StatusMeaning(
         404,
-        "that version of the note does not exist (any more). Call list_note_versions to see the versions there are.",
+        (
+            "that version of the note does not exist (any more).",
+            Suggest(("list_note_versions",), " Call list_note_versions to see the versions there are."),
+        ),
         target="version",
     ),
     StatusMeaning(404, "the server does not know this address. Run `teamvault-mcp check` to diagnose it."),
@@ -148,16 +209,23 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
     ),
     StatusMeaning(
         409,
-        "a note was created at {path} meanwhile. Nothing was written; read it, then replace it with "
-        "write_note(mode='update') or choose another path.",
+        (
+            "a note was created at {path} meanwhile. Nothing was written; read it, then replace it with ",
+            Suggest(("write_note",), "write_note(mode='update')", "an update"),
+            " or choose another path.",
+        ),
         code="path_exists",
         target="project",
         methods=("POST",),
     ),
     StatusMeaning(
         409,
-        "no note can be created at {path}: a folder of that name holds notes, or a folder on the way to it is a "
-        "note. Nothing was written; choose another path (list_notes shows what is there).",
+        (
+            "no note can be created at {path}: a folder of that name holds notes, or a folder on the way to it "
+            "is a note. Nothing was written; choose another path",
+            Suggest(("list_notes",), " (list_notes shows what is there)"),
+            ".",
+        ),
         code="path_blocked",
         target="project",
         methods=("POST",),
