@@ -173,11 +173,16 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             "[The server records who wrote each version, not who deleted or moved a note: those lines name no one"
             + (", and are shown though they may be yours.]" if not mine else ".]")
         )
-    if changes:
-        answer.notice(
-            "What changed in a note: diff_note_versions(path, since=…) or (path, from=…); "
-            "who wrote each version: list_note_versions."
+    ways = "; ".join(
+        said
+        for tool, said in (
+            ("diff_note_versions", "what changed in a note: diff_note_versions(path, since=…) or (path, from=…)"),
+            ("list_note_versions", "who wrote each version: list_note_versions"),
         )
+        if ctx.tools.has(tool)  # only the tools this server offers
+    )
+    if changes and ways:
+        answer.notice(f"{ways[0].upper()}{ways[1:]}.")
     return answer.output()
 
 

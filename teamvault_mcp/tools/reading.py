@@ -136,6 +136,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
                 excerpt = _part(found.path, found.text, {"maxChars": args["maxChars"]}, ctx.tools.max_read_chars)
             else:
                 excerpt = _plain_cut(ctx, found.path, found.text, shares[raw])
+            excerpt = dataclasses.replace(excerpt, read_on=ctx.tools.has("read_note"))
             entry["text"], text = excerpt.text, excerpt.text_with_notice()
             entry["truncated"] = excerpt.truncated
             if excerpt.truncated:
