@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from teamvault_mcp.errors import ConfigError
+from teamvault_mcp.errors import HttpStartError as HttpStartError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 #: TEAM_VAULT_STDIO: the stdio transport; ``stock`` is the SDK's own, the escape hatch (README: Configuration).
@@ -477,11 +478,6 @@ class HttpConfig:
         scheme = "https" if self.tls_cert is not None else "http"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{self.port}/mcp"
-
-
-class HttpStartError(ConfigError):
-    """``serve --http`` cannot start as asked (no way to authenticate callers, an open bind without TLS):
-    exit code 2, one line."""
 
 
 def is_loopback_host(host: str) -> bool:

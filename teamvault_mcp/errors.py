@@ -6,6 +6,7 @@ Every failure the package reports is one of these. ``vault/transport.py`` and
 
     TeamVaultError                  base: the facts of one failure, and how the retry loop ended
     ├── ConfigError                 bad environment (exit code 1 at start-up)
+    │   └── HttpStartError          ``serve --http`` cannot start as asked (exit code 2)
     ├── ToolInputError              a bad tool argument; nothing was sent
     │   ├── InvalidPathError        a path the server would refuse (names the rule)
     │   ├── WriteScopeError         a write outside TEAM_VAULT_WRITE_PREFIXES
@@ -22,13 +23,18 @@ Every failure the package reports is one of these. ``vault/transport.py`` and
     │   └── AttemptTimeoutError     no complete answer within the attempt's limit
     ├── ConflictError               ``expectedHash`` differs from the note's current hash
     ├── ChangedMeanwhileError       a colleague's write landed during ours; theirs is current again
+    ├── FrontMatterError            front matter that cannot be read, or changed safely; nothing written
     ├── EditFailedError             an edit that does not apply (not found, ambiguous); nothing written
     │   └── ResultTooLargeError     a change whose result would pass the size a note may have; never built
     ├── NotAppliedError             an unanswered write that a check found not applied
     ├── NoteBusyError               another call of this server held the note's lock too long; nothing written
     ├── OutOfTimeError              the call's budget is too short to start a request
-    ├── InternalError               a bug, or data nested past what Python can process, stopped the call
-    └── CallCancelledError          the host cancelled the call
+    ├── OverdueError                the call's work was still running when its budget ran out
+    ├── NoWorkerError               every call slot stayed busy for the call's whole budget
+    └── InternalError               a bug, or data nested past what Python can process, stopped the call
+
+    CallCancelledError (BaseException) the host cancelled the call: not a failure, and no ``except`` of
+                                    failures (ours or ``Exception``) catches it on the way to the runner
 
 The errors keep facts only: a status, an envelope code, whether the connection ever opened,
 ``Retry-After``. What a failure *means* — whether the request may be sent again, whether a
@@ -37,24 +43,43 @@ running on the server — is decided in one place: the table :data:`~teamvault_m
 next to the retry policy. When the retry loop gives up, the client attaches what the loop saw
 (:class:`Attempts`) to the error it raises, once; :func:`failure_text` writes the message.
 
-What an error answer means, in English, is one table next to :class:`HTTPStatusError`:
-:data:`STATUS_MEANINGS` (status, envelope code, what the path names, the method). It
-makes this module longer than most; it reads better next to the error that uses it.
+What an error answer means, in English, is one table in ``messages.py``:
+:data:`~teamvault_mcp.messages.STATUS_MEANINGS` (status, envelope code, what the path names, the
+method), with the helpers every message shows its quotes with (``printable``, ``short_hash``,
+``server_said``); they are imported here too, where callers have always found them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-UNCERTAIN_WRITE_HINT = (
-    "The change may or may not have been applied. "
-    "Check the current state with read_note or list_notes before calling again."
-)
+from teamvault_mcp.messages import BODY_EXCERPT_CHARS as BODY_EXCERPT_CHARS
+from teamvault_mcp.messages import SHOWN_HASH_DIGITS as SHOWN_HASH_DIGITS
+from teamvault_mcp.messages import STATUS_MEANINGS as STATUS_MEANINGS
+from teamvault_mcp.messages import WRITES as WRITES
+from teamvault_mcp.messages import Named, row_of, target_of
+from teamvault_mcp.messages import StatusMeaning as StatusMeaning
+from teamvault_mcp.messages import Suggest as Suggest
+from teamvault_mcp.messages import Words as Words
+from teamvault_mcp.messages import meaning_of as meaning_of
+from teamvault_mcp.messages import printable as printable
+from teamvault_mcp.messages import server_said as server_said
+from teamvault_mcp.messages import short_hash as short_hash
+from teamvault_mcp.messages import worded as worded
 
-BODY_EXCERPT_CHARS = 400
+#: Said after a failed write that the outcome table says may have been applied.
+UNCERTAIN_WRITE_WORDS: Words = (
+    "The change may or may not have been applied. ",
+    Suggest(
+        ("read_note", "list_notes"),
+        "Check the current state with read_note or list_notes before calling again.",
+        "Check the note's current state before calling again.",
+    ),
+)
+UNCERTAIN_WRITE_HINT = worded(UNCERTAIN_WRITE_WORDS)
 
 
 @dataclass(frozen=True)
@@ -99,6 +124,24 @@ class TeamVaultError(Exception):
     attempts: Attempts | None = None
     #: Sentences a handler added after the fact (:meth:`extend`).
     notes: tuple[str, ...] = ()
+    _words: Words = ()
+
+    def __init__(self, *words: str | Suggest) -> None:
+        """The message, from plain words and :class:`Suggest` words: ``str()`` names every tool they name, and
+        :func:`failure_text` words it for the tools a server registered."""
+        if len(words) == 1 and isinstance(words[0], str):
+            super().__init__(words[0])
+        elif words:
+            super().__init__(worded(words))
+            self._words = words
+        else:
+            super().__init__()
+
+    @property
+    def words(self) -> Words:
+        """The message in parts, its tools as data; as one plain part once something rewrote it (a redaction)."""
+        said = str(self.args[0]) if self.args else ""
+        return self._words if self._words and worded(self._words) == said else (said,)
 
     def attach(self, attempts: Attempts) -> TeamVaultError:
         """This error, with what the retry loop saw of the request it ended; set once."""
@@ -120,24 +163,41 @@ class TeamVaultError(Exception):
         return {}
 
 
-def failure_text(error: TeamVaultError, *, hint: bool = False) -> str:
+def failure_text(error: CallStop, *, hint: bool = False, offered: Collection[str] | None = None) -> str:
     """The message of a failure, as the model reads it; the one place it is put together.
 
     The error's own words, what the retry loop saw (the attempts, an earlier attempt that got
     no answer), what a handler added, and, with ``hint`` (a write request was sent and the
     outcome table says it may have been applied: ``vault.retry.failure``), :data:`UNCERTAIN_WRITE_HINT`.
+    The tools the words name are those ``offered`` registers (None: every tool): a sentence that
+    sends the agent to another tool says the same without it, or goes (:class:`Suggest`).
     """
-    parts = [str(error.args[0]) if error.args else ""]
+    parts = [worded(error.words, offered)]
     if error.attempts is not None:
         parts += error.attempts.sentences()
     parts += error.notes
     if hint:
-        parts.append(UNCERTAIN_WRITE_HINT)
+        parts.append(worded(UNCERTAIN_WRITE_WORDS, offered))
     return " ".join(parts)
+
+
+def for_tools(text: str, error: CallStop, offered: Collection[str]) -> str:
+    """A failure's ``text`` (as :func:`failure_text` wrote it, naming every tool) for a server that registered
+    ``offered``: the one place an answer's message is worded against the tools there are. A text that
+    :func:`failure_text` did not write stays as it is."""
+    hint = text.endswith(UNCERTAIN_WRITE_HINT)
+    if text != failure_text(error, hint=hint):
+        return text
+    return failure_text(error, hint=hint, offered=offered)
 
 
 class ConfigError(TeamVaultError):
     """The environment does not describe a usable configuration."""
+
+
+class HttpStartError(ConfigError):
+    """``serve --http`` cannot start as asked (no way to authenticate callers, an open bind without TLS):
+    exit code 2, one line (``config.load_http_config`` raises it)."""
 
 
 class ToolInputError(TeamVaultError):
@@ -191,7 +251,10 @@ class WriteScopeError(ToolInputError):
 
 class NoProjectError(ToolInputError):
     def __init__(self) -> None:
-        super().__init__("No projectId given and TEAM_VAULT_PROJECT_ID is not set — call list_projects to find one.")
+        super().__init__(
+            "No projectId given and TEAM_VAULT_PROJECT_ID is not set",
+            Suggest(("list_projects",), " — call list_projects to find one.", "."),
+        )
 
 
 class NoteNotFoundError(TeamVaultError):
@@ -230,266 +293,16 @@ class SectionNotFoundError(TeamVaultError):
         if closest and top_level:
             paths = " or ".join(json.dumps(list(names), ensure_ascii=False) for names in closest)
             text += f" Closest headings, as section: {paths}."
-        super().__init__(f"{text} Call note_outline to see the structure.")
+        super().__init__(text, SEE_OUTLINE)
+
+
+#: The end of a message about a note's headings.
+SEE_OUTLINE = Suggest(("note_outline",), " Call note_outline to see the structure.")
 
 
 class NotTextError(TeamVaultError):
     def __init__(self, path: str, mime_type: str) -> None:
         super().__init__(f"Not a text file: {printable(path)} ({mime_type}).")
-
-
-# -- what an error answer means -------------------------------------------------------------------
-
-
-#: The methods that change something on the server.
-WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-
-@dataclass(frozen=True)
-class StatusMeaning:
-    """One row of :data:`STATUS_MEANINGS`. ``None`` matches anything; ``status`` may be a range.
-
-    ``target`` is what the API path names (see :func:`target_of`), ``methods`` the request
-    methods the row is for (``PATCH`` on a file is a move). ``text`` says what happened and
-    what to do next.
-    """
-
-    status: int | range
-    text: str
-    code: str | None = None
-    target: str | None = None
-    methods: tuple[str, ...] | None = None
-
-    def matches(self, status: int, code: str | None, target: str | None, method: str) -> bool:
-        return (
-            (status == self.status if isinstance(self.status, int) else status in self.status)
-            and self.code in (None, code)
-            and self.target in (None, target)
-            and (self.methods is None or method in self.methods)
-        )
-
-
-_BUG = "This is a bug in teamvault-mcp: nothing was changed; please report it with this message."
-_NOT_TEAM_VAULT = (
-    "there is no Team Vault API at this address. TEAM_VAULT_URL must be the address of the Team Vault web app, "
-    "without /api (e.g. https://vault.example.com); run `teamvault-mcp check` to diagnose it."
-)
-
-#: Error answers in English, most specific row first: the first row that matches is used. A tool-specific
-#: next step is one more row above the general one: a move onto an existing path, say, is
-#: ``StatusMeaning(409, "…", code="path_exists", target="file", methods=("PATCH",))``. A text may name what the
-#: request was about: ``{path}`` (a create's path), ``{newPath}`` (a move's target), ``{location}`` (a redirect's).
-STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
-    StatusMeaning(
-        range(300, 400),
-        "the server redirects this request to {location} instead of answering. Set TEAM_VAULT_URL to the "
-        "server's final address; the redirect was not followed, so the API key went nowhere else.",
-    ),
-    StatusMeaning(
-        400,
-        "the server refused the path (its rule follows). Nothing was changed; use a path it accepts.",
-        code="invalid_path",
-    ),
-    StatusMeaning(
-        400,
-        "the note is larger than this server accepts (its MAX_FILE_SIZE setting). Nothing was written; "
-        "make the note smaller or split it into several notes.",
-        code="file_too_large",
-    ),
-    *(
-        StatusMeaning(400, f"the server found the request malformed. {_BUG}", code=code)
-        for code in ("path_required", "file_required", "expected_multipart", "missing_path")
-    ),
-    StatusMeaning(
-        400,
-        "the server refused the request as invalid. Nothing was changed; check the arguments. If they are "
-        "right, this is a bug in teamvault-mcp: please report it with this message.",
-    ),
-    StatusMeaning(
-        401,
-        "the server refused the API key: it is wrong, revoked or expired. The key is set in TEAM_VAULT_API_KEY; "
-        "run `teamvault-mcp check` to diagnose it, or create a new key in Team Vault (Settings → API keys).",
-    ),
-    StatusMeaning(
-        403,
-        "the key's user may read this project but not write to it (a viewer's role). Nothing was changed. "
-        "Ask a project owner for an editor role; or set TEAM_VAULT_READ_ONLY=1 so agents are not offered writes.",
-        methods=WRITES,
-    ),
-    StatusMeaning(
-        403,
-        "the key's user is not allowed to read this. Ask a project owner for access; list_projects shows the "
-        "projects this key can use.",
-    ),
-    StatusMeaning(
-        404,
-        "the server has a record of this note, but its content is missing from the server's storage: a problem "
-        "on the server. Tell the vault's administrator; list_note_versions may still give an earlier version.",
-        code="file_missing_on_disk",
-    ),
-    StatusMeaning(404, _NOT_TEAM_VAULT, target="account"),
-    StatusMeaning(404, _NOT_TEAM_VAULT, target="projects"),
-    StatusMeaning(
-        404,
-        "no such project, or the key's user is not a member of it. Call list_projects to see the projects this "
-        "key can use, and pass one as projectId.",
-        target="project",
-    ),
-    StatusMeaning(
-        404,
-        "the note is no longer there: someone deleted or moved it after it was looked up. Nothing was changed. "
-        "Call list_notes to see what is there now.",
-        target="file",
-        methods=WRITES,
-    ),
-    StatusMeaning(
-        404,
-        "the note is no longer there: someone deleted or moved it after it was looked up. Call list_notes to "
-        "see what is there now.",
-        target="file",
-    ),
-    StatusMeaning(
-        404,
-        "that version of the note does not exist (any more). Call list_note_versions to see the versions there are.",
-        target="version",
-    ),
-    StatusMeaning(404, "the server does not know this address. Run `teamvault-mcp check` to diagnose it."),
-    StatusMeaning(
-        409,
-        "another note already holds {newPath} (a deleted note keeps its path too). Nothing was moved; choose "
-        "another newPath, or move that note away first.",
-        code="path_exists",
-        target="file",
-        methods=("PATCH",),
-    ),
-    StatusMeaning(
-        409,
-        "{newPath} cannot be a note's path: a folder of that name holds notes, or a folder on the way to it is a "
-        "note. Nothing was moved; to move the note into that folder, end newPath with '/' (e.g. 'archive/').",
-        code="path_blocked",
-        target="file",
-        methods=("PATCH",),
-    ),
-    StatusMeaning(
-        409,
-        "a note was created at {path} meanwhile. Nothing was written; read it, then replace it with "
-        "write_note(mode='update') or choose another path.",
-        code="path_exists",
-        target="project",
-        methods=("POST",),
-    ),
-    StatusMeaning(
-        409,
-        "no note can be created at {path}: a folder of that name holds notes, or a folder on the way to it is a "
-        "note. Nothing was written; choose another path (list_notes shows what is there).",
-        code="path_blocked",
-        target="project",
-        methods=("POST",),
-    ),
-    StatusMeaning(
-        409,
-        "a note already exists at that path. Nothing was changed; choose another path, or change that note.",
-        code="path_exists",
-    ),
-    StatusMeaning(
-        409,
-        "the path is blocked: a folder of that name holds notes, or a folder on the path is a note. Nothing was "
-        "changed; choose another path.",
-        code="path_blocked",
-    ),
-    StatusMeaning(
-        409,
-        "an earlier attempt of this call (with the same Idempotency-Key) is still being applied by the server.",
-        code="idempotency_key_in_use",
-    ),
-    StatusMeaning(
-        409,
-        "the server refused the change: it conflicts with the note's current state. Nothing was changed; read "
-        "the note again, then redo the change.",
-    ),
-    StatusMeaning(
-        413,
-        "the request is larger than the server accepts (its proxy's body limit: 50 MB in Team Vault's shipped "
-        "Caddy configuration). Nothing was written; make the note smaller.",
-    ),
-    StatusMeaning(
-        422,
-        "the server has seen this call's Idempotency-Key with a different request. " + _BUG,
-        code="idempotency_key_mismatch",
-    ),
-    StatusMeaning(
-        422,
-        "the server could not process the request. Nothing was changed; check the arguments. If they are right, "
-        "this is a bug in teamvault-mcp: please report it with this message.",
-    ),
-    StatusMeaning(
-        429,
-        "the server is busy and asks clients to slow down (rate limited). Wait a minute, then try again.",
-    ),
-    StatusMeaning(
-        500,
-        "the server failed with an internal error (its logs say why). Try again later; if it keeps failing, tell "
-        "the vault's administrator.",
-    ),
-    StatusMeaning(
-        502,
-        "the server is down or restarting: the proxy in front of it got no answer. Try again in a minute.",
-    ),
-    StatusMeaning(
-        503,
-        "the server is unavailable (down, restarting or overloaded). Try again in a minute.",
-    ),
-    StatusMeaning(
-        504,
-        "the proxy in front of the server gave up waiting for it (a gateway timeout). Try again in a minute.",
-    ),
-    StatusMeaning(
-        range(500, 600),
-        "the server failed. Try again later; if it keeps failing, tell the vault's administrator.",
-    ),
-    StatusMeaning(range(400, 500), "the server refused the request. Nothing was changed."),
-    StatusMeaning(range(0, 1000), "the server gave an answer Team Vault never gives. Run `teamvault-mcp check`."),
-)
-
-
-def meaning_of(status: int, code: str | None, target: str | None, method: str) -> str:
-    """The English text of the first row of :data:`STATUS_MEANINGS` that matches this answer."""
-    return row_of(status, code, target, method).text
-
-
-def row_of(status: int, code: str | None, target: str | None, method: str) -> StatusMeaning:
-    """The first row of :data:`STATUS_MEANINGS` that matches this answer (the last one matches anything)."""
-    for row in STATUS_MEANINGS:
-        if row.matches(status, code, target, method):
-            return row
-    return STATUS_MEANINGS[-1]
-
-
-def target_of(api_path: str) -> str | None:
-    """What an API path names: ``account``, ``projects``, ``project``, ``file``, ``version``, or None."""
-    parts = api_path.split("?", 1)[0].strip("/").split("/")
-    if parts == ["api", "auth", "me"]:
-        return "account"
-    if parts[:2] != ["api", "projects"]:
-        return None
-    if len(parts) == 2:
-        return "projects"
-    if len(parts) >= 7 and parts[3] == "files" and parts[5] == "versions":
-        return "version"
-    if len(parts) >= 5 and parts[3] == "files":
-        return "file"
-    return "project"
-
-
-def server_said(detail: str) -> str:
-    """`` Server said: "…"`` for the server's own words (whitespace collapsed, control characters escaped,
-    at most 400 characters), or nothing when it said nothing."""
-    words = printable(" ".join(detail.split()))
-    if not words:
-        return ""
-    if len(words) > BODY_EXCERPT_CHARS:
-        words = words[:BODY_EXCERPT_CHARS] + "…"
-    return f' Server said: "{words}"'
 
 
 class HTTPStatusError(TeamVaultError):
@@ -520,26 +333,23 @@ class HTTPStatusError(TeamVaultError):
         self.detail = detail
         self.retry_after = retry_after
         row = row_of(status, code, target_of(api_path), method)
-        named = _Named({key: printable(value) for key, value in (about or {}).items()}, location=location or "?")
+        named = Named({key: printable(value) for key, value in (about or {}).items()}, location=location or "?")
         shown_code = f" ({printable(code)[:80]})" if code else ""
-        meaning = row.text.format_map(named)
+        meaning = tuple(
+            word.format_map(named)
+            if isinstance(word, str)
+            else Suggest(word.tools, word.text.format_map(named), word.instead)  # the rows' Suggests name no path
+            for word in row.words
+        )
         if about and row.methods is not None:
             # A row written for this very request says all the agent needs, naming its paths: the API path's
             # internal ids and the server's own words (mostly Russian) would only be noise.
-            super().__init__(f"HTTP {status}{shown_code}: {meaning}")
+            super().__init__(f"HTTP {status}{shown_code}: ", *meaning)
             return
-        text = f"{method} {api_path} → HTTP {status}{shown_code}: {meaning}"
-        super().__init__(text + server_said(detail))
+        super().__init__(f"{method} {api_path} → HTTP {status}{shown_code}: ", *meaning, server_said(detail))
 
     def facts(self) -> dict[str, Any]:
         return {"httpStatus": self.status, **({"code": self.code} if self.code else {})}
-
-
-class _Named(dict[str, str]):
-    """What a meaning's text may name; a name the request did not give reads as "that path"."""
-
-    def __missing__(self, key: str) -> str:
-        return "that path"
 
 
 class KeyInUseError(HTTPStatusError):
@@ -646,6 +456,10 @@ class ChangedMeanwhileError(TeamVaultError):
     """
 
 
+class FrontMatterError(TeamVaultError):
+    """Front matter that cannot be read, or changed safely; nothing was written (``text/frontmatter.py``)."""
+
+
 class EditFailedError(TeamVaultError):
     """An edit that cannot be applied as given; nothing was written."""
 
@@ -676,7 +490,10 @@ class NotAppliedError(TeamVaultError):
     """A write that got no definite answer, and a check right after found the note as it was before."""
 
     def __init__(self, error: TeamVaultError, state: str) -> None:
-        super().__init__(f"{error} A check right after found {state}: the change was not applied. You can call again.")
+        said = str(error)  # its words, then what the retry loop saw and what a handler added
+        rest = said[len(worded(error.words)) :]
+        check = f" A check right after found {state}: the change was not applied. You can call again."
+        super().__init__(*error.words, rest + check)
 
 
 class NoteBusyError(TeamVaultError):
@@ -722,24 +539,31 @@ class NoWorkerError(TeamVaultError):
         )
 
 
-class CallCancelledError(TeamVaultError):
-    """The host cancelled the tool call; no further request is made."""
+class CallCancelledError(BaseException):
+    """The host cancelled the tool call (or the runner, at the end of its budget); no further request is made.
+
+    Not a :class:`TeamVaultError`: nothing failed at the vault. Like ``asyncio.CancelledError`` it derives from
+    ``BaseException``, so neither ``except TeamVaultError`` (a failure handled on the spot) nor ``except
+    Exception`` (a bug logged) can swallow it: it reaches the runner, which answers it, and the few places that
+    clean up after it (a sync requeues its job, the warm-up says it stopped) catch it by name.
+    """
+
+    #: What the outcome table and :func:`failure_text` read of a failure: a cancel has no attempts of its own
+    #: (the retry loop raises it instead of giving up), no notes, no server's ``Retry-After``.
+    attempts: Attempts | None = None
+    notes: tuple[str, ...] = ()
+    retry_after: float | None = None
 
     def __init__(self) -> None:
         super().__init__("The call was cancelled.")
 
+    @property
+    def words(self) -> Words:
+        return (str(self.args[0]),)
 
-#: Hex digits of a contentHash that texts show; every expectedHash accepts them (or all 64, or any 8 or more).
-SHOWN_HASH_DIGITS = 12
-
-
-def short_hash(content_hash: str | None) -> str:
-    """The start of a contentHash as texts show it; structured content keeps all 64 digits."""
-    return (content_hash or "")[:SHOWN_HASH_DIGITS]
+    def facts(self) -> dict[str, Any]:
+        return {}
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters escaped, so a path with NUL or a newline stays readable."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
+#: What ends a tool call without its result: a failure of our tree, or the host's cancel.
+CallStop = TeamVaultError | CallCancelledError

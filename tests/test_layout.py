@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tools",),
     ("vault",),
     ("text",),
-    ("errors", ""),  # "": the package itself (its __version__)
+    ("errors", "messages", ""),  # "": the package itself (its __version__)
 )
 #: Modules of one layer that must not import each other (by prefix).
 INDEPENDENT = (("server", "doctor"),)

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ import mcp.types as types
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import (
     CallCancelledError,
+    CallStop,
     InternalError,
     InvalidPathError,
     NoWorkerError,
@@ -40,6 +41,7 @@ from teamvault_mcp.errors import (
     TeamVaultError,
     ToolInputError,
     WriteScopeError,
+    for_tools,
 )
 from teamvault_mcp.server.audit import AuditLog
 from teamvault_mcp.server.threads import CallThreads
@@ -184,7 +186,7 @@ class ToolRunner:
             refused = call_failure(error, write_sent=False)
             if tool.writes:
                 self._audit(tool, arguments or {}, refused)
-            return failed_output(refused)
+            return failed_output(refused, self.tools)
         token = CancelToken()
         progress = _progress_reporter(report, token) if report is not None else None
         watch = _Watch()
@@ -196,7 +198,7 @@ class ToolRunner:
             late=lambda: self._overdue(tool, budget, watch),
         )
         if isinstance(output, CallFailure):
-            return failed_output(output)
+            return failed_output(output, self.tools)
         return output
 
     def _deliverable(self, name: str, output: ToolOutput) -> types.CallToolResult:
@@ -280,7 +282,7 @@ class ToolRunner:
         client = workspace.client(budget, token)
         watch.clients.append(client)
         context = workspace.context(client, budget, token, project_id=args.get("projectId"), progress=progress)
-        error: TeamVaultError | None = None
+        error: CallStop | None = None
         try:
             with self._notes_held(tool, args, budget, token):
                 output = tool.handler(context, args)
@@ -414,9 +416,11 @@ def error_output(text: str, facts: dict[str, Any] | None = None) -> ToolOutput:
     return ToolOutput(text, {"error": {"message": text, **(facts or {})}}, is_error=True)
 
 
-def failed_output(ended: CallFailure) -> ToolOutput:
-    """The result of a call that failed: the message, and whether the change may or may not have been applied."""
-    return error_output(ended.text, {**ended.error.facts(), "mayHaveBeenApplied": ended.uncertain})
+def failed_output(ended: CallFailure, offered: Collection[str]) -> ToolOutput:
+    """The result of a call that failed: the message, worded for the tools ``offered`` (those registered: it
+    names no other), and whether the change may or may not have been applied."""
+    text = for_tools(ended.text, ended.error, offered)
+    return error_output(text, {**ended.error.facts(), "mayHaveBeenApplied": ended.uncertain})
 
 
 def _audited_paths(tool: Tool, args: dict[str, Any]) -> list[str]:

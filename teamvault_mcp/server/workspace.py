@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from teamvault_mcp.config import Config
-from teamvault_mcp.errors import TeamVaultError
+from teamvault_mcp.errors import CallCancelledError, TeamVaultError
 from teamvault_mcp.server.audit import AuditLog
 from teamvault_mcp.text.noteindex import NoteIndex
 from teamvault_mcp.text.search import SearchIndex
@@ -223,7 +223,7 @@ class Workspace:
                 return
             client = self.client(budget, self._warm_token)
             warm_up(self.context(client, budget, self._warm_token), self.foreground, report)
-        except TeamVaultError as error:
+        except (TeamVaultError, CallCancelledError) as error:  # a cancel (the server closing) stops it too
             report.stopped = str(error)
             log.info("the warm-up stopped: %s", error)
         except Exception:  # a bug must not go unseen, nor end the server

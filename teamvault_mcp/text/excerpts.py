@@ -1,6 +1,7 @@
 """The part of a note a read asks for: a section or a range of lines, cut at ``maxChars`` with a notice. Pure.
 
-A cut says so in the text itself, with the exact ``read_note`` call that reads on.
+A cut says so in the text itself, with the exact ``read_note`` call that reads on (when read_note is
+registered: ``read_on``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class Excerpt:
     read_on_end: int = 0
     #: Whether a larger maxChars shows more (not when the limit is the server's, which caps maxChars).
     raisable: bool = True
+    #: Whether read_note is registered to read on with (a TEAM_VAULT_TOOLS may offer read_notes alone).
+    read_on: bool = True
 
     @property
     def truncated(self) -> bool:
@@ -59,20 +62,25 @@ class Excerpt:
     def notice(self) -> str:
         limit = self.limit_name or f"maxChars={self.max_chars:,}"
         also = f" {self.also}" if self.also else ""
+        if not self.read_on and also.startswith(" or "):  # no call before it to be the other way
+            also = f" {also[4:5].upper()}{also[5:]}"
         if self.partial_line and self.raisable:
+            again = "Call read_note again" if self.read_on else "Call again"
             return (
                 f"[Cut: line {self.start_line} alone is longer than {limit}; only its first "
-                f"{self.max_chars:,} characters are shown. Call read_note again with a larger maxChars.{also}]"
+                f"{self.max_chars:,} characters are shown. {again} with a larger maxChars.{also}]"
             )
         if self.partial_line:
-            after = f" Read on after it with: {self.read_on_call()}." if self.end_line < self.wanted_end else ""
+            more = self.end_line < self.wanted_end and self.read_on
+            after = f" Read on after it with: {self.read_on_call()}." if more else ""
             return (
                 f"[Cut: line {self.start_line} alone is longer than {limit}; only its first "
                 f"{self.max_chars:,} characters are shown, and no read shows more of it.{after}{also}]"
             )
+        read_on = f" Read on with: {self.read_on_call()}" if self.read_on else ""
         return (
             f"[Cut at {limit}: this is lines {self.start_line}–{self.end_line} of the "
-            f"{self.start_line}–{self.wanted_end} asked for. Read on with: {self.read_on_call()}{also}]"
+            f"{self.start_line}–{self.wanted_end} asked for.{read_on}{also}]"
         )
 
     @property

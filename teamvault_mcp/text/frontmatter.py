@@ -34,7 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import TeamVaultError
+from teamvault_mcp.errors import FrontMatterError as FrontMatterError
+from teamvault_mcp.errors import Suggest
 from teamvault_mcp.text.diff import newline_of, with_newline
 
 if TYPE_CHECKING:  # yamltext imports ruamel.yaml, which start-up does not need
@@ -44,8 +45,8 @@ BOM = "\ufeff"
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-class FrontMatterError(TeamVaultError):
-    """Front matter that cannot be read, or changed safely; nothing was written."""
+#: How a message about a note's text says which tool changes it (read-only: none does).
+_WITH_EDIT_NOTE = Suggest(("edit_note",), " (edit_note)")
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,9 @@ def update(
     if parts.unclosed:
         raise FrontMatterError(
             f"{path} starts with a --- line that no later --- line closes, so it has no front matter, and adding "
-            "one in front of it would change how the note reads. Close or remove that line first (edit_note). "
-            "Nothing was written."
+            "one in front of it would change how the note reads. Close or remove that line first",
+            _WITH_EDIT_NOTE,
+            ". Nothing was written.",
         )
     _check_depth(changes)
     newline = newline_of(parts.yaml or parts.opening) if parts.present else newline_of(text)
@@ -134,7 +136,8 @@ def update(
         if written != expected:
             raise FrontMatterError(
                 f"The front matter of {path} cannot be changed safely: written back, {_differences(expected, written)}."
-                " Nothing was written; change it with edit_note instead."
+                " Nothing was written",
+                Suggest(("edit_note",), "; change it with edit_note instead.", "."),
             )
     return parts.head + parts.opening + new_yaml + parts.closing + parts.body
 
@@ -183,11 +186,15 @@ def _refused(problem: YamlProblem, path: str) -> FrontMatterError:
     where = f", line {problem.line + 2}" if problem.line is not None else ""  # line 1 is the opening ---
     if problem.limit:
         return FrontMatterError(
-            f"The front matter of {path} is not read{where}: {problem.problem}. "
-            "Read the note with read_note and change it with edit_note instead."
+            f"The front matter of {path} is not read{where}: {problem.problem}.",
+            Suggest(
+                ("read_note", "edit_note"),
+                " Read the note with read_note and change it with edit_note instead.",
+                Suggest(("read_note",), " Read the note with read_note instead."),
+            ),
         )
     return FrontMatterError(
-        f"Invalid front matter in {path}{where}: {problem.problem}. Fix the YAML (edit_note), then try again."
+        f"Invalid front matter in {path}{where}: {problem.problem}. Fix the YAML", _WITH_EDIT_NOTE, ", then try again."
     )
 
 
@@ -251,7 +258,9 @@ def _refuse_merged_removal(names: list[str], path: str, *, own_line: bool) -> No
         why += f" {'its' if one else 'their'} own, so removing would change nothing"
     raise FrontMatterError(
         f"Cannot remove {', '.join(names)} from the front matter of {path}: {why}. Set "
-        f"{'it' if one else 'them'} to null instead, or change the << entry with edit_note. Nothing was written."
+        f"{'it' if one else 'them'} to null instead",
+        Suggest(("edit_note",), ", or change the << entry with edit_note"),
+        ". Nothing was written.",
     )
 
 

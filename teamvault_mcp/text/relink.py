@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from teamvault_mcp.errors import ToolInputError
+from teamvault_mcp.errors import Suggest, ToolInputError
 from teamvault_mcp.text.frontmatter import FrontMatterError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION, Link, VaultPaths, as_vault, parse_links
 from teamvault_mcp.text.prose import NoteText
@@ -233,7 +233,8 @@ def _check_front_matter(note: NoteText, relinked: str, changes: list[LinkChange]
     if written.front_matter_problem or written.fields != expected:
         raise FrontMatterError(
             f"The links in the front matter of {note.path} cannot be rewritten safely: the front matter would "
-            "not read back as intended. Nothing was written; change those links with edit_note."
+            "not read back as intended. Nothing was written",
+            Suggest(("edit_note",), "; change those links with edit_note.", "."),
         )
 
 

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from teamvault_mcp.errors import EditFailedError, ToolInputError
+from teamvault_mcp.errors import EditFailedError, Suggest, ToolInputError
 from teamvault_mcp.text.blocks import ATX, SETEXT_UNDERLINE, joins, open_fence
 from teamvault_mcp.text.diff import newline_of
 from teamvault_mcp.text.markdown import Document, Heading, find_section, parse
@@ -177,7 +177,17 @@ def _by_breadcrumb(document: Document, breadcrumb: str) -> Heading | None:
             choices = " or ".join(_json_list(sibling.path) for sibling in alike[:5])
             raise ToolInputError(
                 f'The breadcrumb "{breadcrumb}" is ambiguous: {len(alike)} headings {where} are titled "{name}". '
-                f"Pass section as a tocPath instead: {choices} (note_outline and search hits give it)."
+                f"Pass section as a tocPath instead: {choices}",
+                Suggest(
+                    ("note_outline", "search_notes"),
+                    " (note_outline and search hits give it)",
+                    Suggest(
+                        ("note_outline",),
+                        " (note_outline gives it)",
+                        Suggest(("search_notes",), " (search hits give it)"),
+                    ),
+                ),
+                ".",
             )
         heading = find_section(document, names[: depth + 1])
         level = heading.children
@@ -272,8 +282,9 @@ class _Note:
         if (fence := open_fence(region)) is not None:
             raise EditFailedError(
                 f"The section ends inside a code block that is never closed (the {fence[0]} at line "
-                f"{region_start + fence[1] + 1}): appended text would be code too. Close the block first "
-                "(edit_note), then append. Nothing was changed."
+                f"{region_start + fence[1] + 1}): appended text would be code too. Close the block first ",
+                Suggest(("edit_note",), "(edit_note), then append", "and then append"),
+                ". Nothing was changed.",
             )
         separator = [] if joins(region, new, existing_above=True) else [""]
         after = self._gap_after(end, section_was_empty=False) if tail + 1 == end else []

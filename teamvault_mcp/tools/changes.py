@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.text.moments import parse_moment, shown, since_moment
 from teamvault_mcp.text.paths import folder_prefix
 from teamvault_mcp.tools.answer import Answer
@@ -173,11 +173,16 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             "[The server records who wrote each version, not who deleted or moved a note: those lines name no one"
             + (", and are shown though they may be yours.]" if not mine else ".]")
         )
-    if changes:
-        answer.notice(
-            "What changed in a note: diff_note_versions(path, since=…) or (path, from=…); "
-            "who wrote each version: list_note_versions."
+    ways = "; ".join(
+        said
+        for tool, said in (
+            ("diff_note_versions", "what changed in a note: diff_note_versions(path, since=…) or (path, from=…)"),
+            ("list_note_versions", "who wrote each version: list_note_versions"),
         )
+        if ctx.tools.has(tool)  # only the tools this server offers
+    )
+    if changes and ways:
+        answer.notice(f"{ways[0].upper()}{ways[1:]}.")
     return answer.output()
 
 
@@ -194,8 +199,6 @@ def _with_versions(
     """``listed`` as the note's versions tell it; as listed when the server lists none or will not."""
     try:
         versions = ctx.client.list_versions(project_id, file.id)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         versions = []  # the listing's dates and last writer still say something
     if not versions or not all(parse_moment(v.created_at) for v in versions):
@@ -224,8 +227,6 @@ def _my_id(ctx: ToolContext) -> str | None:
     """The key's user id (one whoami per session); None when the server would not say."""
     try:
         user = ctx.key_user.get(ctx.client)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return None  # the changes are still worth showing; the names say who, if not whether it was you
     return user.id

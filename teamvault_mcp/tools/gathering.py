@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.text.search import Candidate, Indexed, NoteText, SearchIndex
 from teamvault_mcp.tools.context import ToolContext
 from teamvault_mcp.vault.sync import VaultSync, key_of
@@ -231,8 +231,6 @@ class Texts:
     def _download(self, file: VaultFile, content_hash: str) -> bytes | None:
         try:
             data = self._ctx.client.download(self._project_id, file.id)
-        except CallCancelledError:
-            raise
         except TeamVaultError as error:
             log.info("cannot read %s again to show its hits: %s", file.path, error)
             return None

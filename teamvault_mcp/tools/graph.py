@@ -183,7 +183,8 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"[Cut: {limit:,} of {len(broken):,} shown. Narrow with prefix, or raise limit (at most {MAX_LIMIT:,}).]"
         )
     if broken:
-        answer.notice("A link resolves to no file. Fix it with edit_note, or make the note it names.")
+        fix = " Fix it with edit_note, or make the note it names." if ctx.tools.has("edit_note") else ""
+        answer.notice(f"A link resolves to no file.{fix}")
     ambiguous = graph.ambiguous(file.path for file in indexed.notes)
     if ambiguous:
         answer.data["ambiguous"] = []
@@ -382,8 +383,16 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"[Cut: {limit:,} of {len(found):,} shown, by note and line. Narrow with prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
-    if found:
-        answer.notice("Tick one with edit_note (oldText: the task's line); its section: read_note(path, section=[…]).")
+    ways = "; ".join(
+        said
+        for tool, said in (
+            ("edit_note", "tick one with edit_note (oldText: the task's line)"),
+            ("read_note", "its section: read_note(path, section=[…])"),
+        )
+        if ctx.tools.has(tool)  # only the tools this server offers
+    )
+    if found and ways:
+        answer.notice(f"{ways[0].upper()}{ways[1:]}.")
     return answer.output()
 
 

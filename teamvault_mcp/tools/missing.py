@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from teamvault_mcp.errors import CallCancelledError, NoteNotFoundError, TeamVaultError, printable
+from teamvault_mcp.errors import NoteNotFoundError, TeamVaultError, printable
 from teamvault_mcp.text.fuzzy import find_paths
 from teamvault_mcp.text.note_paths import has_extension
 
@@ -52,8 +52,6 @@ def not_found(
     try:
         files = _listing(client, project_id, listings)
         said = _deleted(client, project_id, path, files, revival) or _instead(path, files)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return error  # the note is missing all the same; only the hint is lost
     if said:
@@ -93,8 +91,6 @@ def _last_version(client: TeamVaultClient, project_id: str, tomb: VaultFile) -> 
     """The number of the version holding a deleted note's last text (the server may keep no history)."""
     try:
         versions = client.list_versions(project_id, tomb.id)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return None
     numbered = [v.number for v in versions if v.number is not None]

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import (
-    CallCancelledError,
     ChangedMeanwhileError,
     HTTPStatusError,
     NotTextError,
@@ -275,8 +274,6 @@ def _say_who_holds(ctx: ToolContext, project_id: str, new_path: str, path: str, 
     """A move refused with 409 path_exists: when a deleted note holds the path, say so and how to reuse it."""
     try:
         holder = ctx.client.find_file(project_id, new_path, include_deleted=True)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return
     if holder is None or holder.deleted_at is None:
@@ -307,8 +304,6 @@ def _undo_move_if_changed(
     try:
         ctx.client.move_file(project_id, file.id, path)
         undone = f"the move was undone: the note is back at {path}"
-    except CallCancelledError:
-        raise
     except TeamVaultError as error:
         undone = f"undoing the move failed ({error}), so the note is at {new_path} now"
     raise ChangedMeanwhileError(
@@ -361,8 +356,6 @@ def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, 
     """
     try:
         versions = ctx.client.list_versions(project_id, file.id)
-    except CallCancelledError:
-        raise
     except TeamVaultError as error:
         return f"the note's version history could not be read ({error})"
     newest = max(versions, key=lambda v: v.number or 0, default=None)
@@ -376,8 +369,6 @@ def _undo_delete_if_changed(ctx: ToolContext, project_id: str, file: VaultFile, 
         data = ctx.client.download_version(project_id, file.id, newest.id)
         ctx.client.create_file(project_id, path, data, file.mime_type or mime_type_for(path))
         undone = f"the delete was undone: their text is back at {path}, with its history"
-    except CallCancelledError:
-        raise
     except TeamVaultError as error:
         undone = f"bringing it back failed ({error}); write_note at {path} and restore_note_version bring it back"
     raise ChangedMeanwhileError(

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError, ToolInputError, short_hash
+from teamvault_mcp.errors import TeamVaultError, ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import DEFAULT_EXCERPT_CHARS, Excerpt, excerpt_of
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.tools.answer import Answer
@@ -112,8 +112,6 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         client = ctx.client.fork()  # a client per thread: same budget, cancel token and pool; its own answer flags
         try:
             return dataclasses.replace(ctx, client=client).note(project_id, raw)
-        except CallCancelledError:
-            raise
         except TeamVaultError as error:
             return str(error)
         finally:
@@ -138,6 +136,7 @@ def read_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
                 excerpt = _part(found.path, found.text, {"maxChars": args["maxChars"]}, ctx.tools.max_read_chars)
             else:
                 excerpt = _plain_cut(ctx, found.path, found.text, shares[raw])
+            excerpt = dataclasses.replace(excerpt, read_on=ctx.tools.has("read_note"))
             entry["text"], text = excerpt.text, excerpt.text_with_notice()
             entry["truncated"] = excerpt.truncated
             if excerpt.truncated:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import (
-    CallCancelledError,
     ChangedMeanwhileError,
     ConflictError,
     PreconditionFailedError,
@@ -241,8 +240,6 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
     answer.line(moved.text)
     try:
         plan = plan_relinks(ctx, project_id, old_path, new_path, moved=True)
-    except CallCancelledError:
-        raise
     except TeamVaultError as error:  # the move is done: say so, and how to find the links left behind
         problem = (
             f"The move is done, but the links to it were not updated: {_short(str(error), 240)} broken_links() "
@@ -267,8 +264,6 @@ def update_links(ctx: ToolContext, project_id: str, old_path: str, new_path: str
                 read=note.before,
                 expected=note.file.content_hash or sha256_hex(note.before),
             )
-        except CallCancelledError:
-            raise
         except (ChangedMeanwhileError, ConflictError, PreconditionFailedError):
             why = "someone changed it while the links were updated; their text is kept and nothing was written"
             refused.append((note.path, why, _edit_hint(note.path, note.changes, read_first=True)))

@@ -379,8 +379,6 @@ class TeamVaultClient:
             self._request("GET", f"{_project(project_id)}/folders/download", sink=io.BytesIO(), max_body=64 * 1024)
         except HTTPStatusError as error:
             return True if error.status == 400 else False if error.status in (404, 405) else None
-        except CallCancelledError:
-            raise
         except TeamVaultError:
             return None
         return True  # an archive of something: the route is there
@@ -505,7 +503,7 @@ class TeamVaultClient:
                     files=files,
                     **extra,
                 )
-            except TeamVaultError as error:
+            except (TeamVaultError, CallCancelledError) as error:
                 self._log_attempt(method, shown_path, type(error).__name__, started, number, write)
                 if self._redactor.finds(str(error)):  # a garbled status line may quote what the server echoed
                     error.args = (self._redactor.text(str(error.args[0])),)

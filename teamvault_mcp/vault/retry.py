@@ -30,6 +30,7 @@ from teamvault_mcp.errors import (
     Attempts,
     AttemptTimeoutError,
     CallCancelledError,
+    CallStop,
     HTTPStatusError,
     InternalError,
     NetworkError,
@@ -170,13 +171,13 @@ class Outcome:
 class Rule:
     """One row of :data:`OUTCOMES`: an error of ``kind`` (and of ``status``, ``code``, ``connected`` when given)."""
 
-    kind: type[TeamVaultError]
+    kind: type[CallStop]
     outcome: Outcome
     status: int | range | None = None
     code: str | None = None
     connected: bool | None = None
 
-    def matches(self, error: TeamVaultError) -> bool:
+    def matches(self, error: CallStop) -> bool:
         if not isinstance(error, self.kind):
             return False
         status = error.status if isinstance(error, HTTPStatusError) else None
@@ -224,7 +225,7 @@ OUTCOMES: tuple[Rule, ...] = (
 )
 
 
-def outcome(error: TeamVaultError) -> Outcome:
+def outcome(error: CallStop) -> Outcome:
     """What ``error`` means: its row of :data:`OUTCOMES`, and, when it ended the retry loop, what the loop saw
     (an earlier attempt that got no answer makes it uncertain; one that may still run, ``may_still_run``)."""
     found = next(rule.outcome for rule in OUTCOMES if rule.matches(error))
@@ -240,7 +241,7 @@ class CallFailure:
     write may have been applied (a write was sent, and :func:`outcome` says it may have landed). Its audit
     outcome is ``tools/writing/report.audit_outcome``'s to say."""
 
-    error: TeamVaultError
+    error: CallStop
     text: str
     may_have_applied: bool
 
@@ -254,7 +255,7 @@ class CallFailure:
         return self.may_have_applied and not self.cancelled
 
 
-def call_failure(error: TeamVaultError, *, write_sent: bool) -> CallFailure:
+def call_failure(error: CallStop, *, write_sent: bool) -> CallFailure:
     """The end of a tool call that failed with ``error``; ``write_sent``: it sent a write request.
 
     Only a write that was sent can have been applied: then, when :func:`outcome` says it may
@@ -317,8 +318,6 @@ def run_with_retries(
         made += 1
         try:
             return attempt(min(policy.attempt_timeout, remaining), made)
-        except CallCancelledError:
-            raise
         except TeamVaultError as error:
             if last is not None:
                 earlier_uncertain = earlier_uncertain or outcome(last).uncertain

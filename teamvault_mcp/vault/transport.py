@@ -321,7 +321,7 @@ class HttpSession:
         api_path: str,
         limit: float,
         answered: bool,
-    ) -> TeamVaultError:
+    ) -> TeamVaultError | CallCancelledError:
         if self._token.cancelled or attempt.stopped_because == "cancelled":
             return CallCancelledError()
         if not answered and _stale_connection(exc, attempt):

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from teamvault_mcp.errors import (
-    CallCancelledError,
     ChangedMeanwhileError,
     EditFailedError,
     NoteNotFoundError,
@@ -430,8 +429,6 @@ def _put_back(ctx: ToolContext, project_id: str, job: _Job, slip: _Slip) -> str:
                 )
             restored = merged.encode("utf-8")
             _put(ctx, project_id, job.path, job.file, restored, if_match=head.hash)
-    except CallCancelledError:
-        raise
     except TeamVaultError as error:
         return f"Putting their text back failed ({error}); restore_note_version brings their version back"
     return f"Their text is the current version again (contentHash {short_hash(sha256_hex(restored))})"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from teamvault_mcp.errors import CallCancelledError, TeamVaultError
+from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.text.merge import merge3, newest_consistent, only_adds
 from teamvault_mcp.tools.context import ToolContext
 from teamvault_mcp.tools.versions import hash_of, oldest_first
@@ -36,8 +36,6 @@ def check_history(
     """Whether a colleague's version came between the one our write was computed from and ours."""
     try:
         versions = ctx.client.list_versions(project_id, file_id)
-    except CallCancelledError:
-        raise
     except TeamVaultError as error:
         return HistoryCheck(unknown=f"the note's version history could not be read ({error})")
     ordered = oldest_first(versions)
@@ -109,8 +107,6 @@ def version_with(ctx: ToolContext, project_id: str, file: VaultFile, content_has
     """The newest version with ``content_hash``, to say who made it (one request; None if unknown)."""
     try:
         versions = ctx.client.list_versions(project_id, file.id)
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return None
     return next((v for v in reversed(oldest_first(versions)) if hash_of(v) == content_hash), None)

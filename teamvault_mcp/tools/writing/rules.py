@@ -20,7 +20,7 @@ import mimetypes
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from teamvault_mcp.errors import CallCancelledError, ConflictError, NotAppliedError, TeamVaultError, short_hash
+from teamvault_mcp.errors import ConflictError, NotAppliedError, TeamVaultError, short_hash
 from teamvault_mcp.text.diff import shortened, unified_diff
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import MAX_CONTENT_BYTES, MIN_HASH_DIGITS
@@ -86,11 +86,9 @@ def _since(
         then = ctx.client.download_version(project_id, file.id, seen.id).decode("utf-8", errors="replace")
         if current_text is None:
             current_text = ctx.client.download(project_id, file.id).decode("utf-8", errors="replace")
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         return None  # the conflict stands; only the diff is missing
-    label = f"version {seen.get('versionNumber', '?')} ({short_hash(expected)}…, what you saw)"
+    label = f"version {seen.number if seen.number is not None else '?'} ({short_hash(expected)}…, what you saw)"
     return shortened(unified_diff(then, current_text, before=label, after=f"now ({short_hash(current)}…)"))
 
 
@@ -161,12 +159,10 @@ def settle(
     Raises :class:`NotAppliedError` if it shows the note untouched and no attempt can still
     be running on the server; re-raises ``error`` (with its hint) in every other case.
     """
-    if isinstance(error, CallCancelledError) or not outcome(error).uncertain:
+    if not outcome(error).uncertain:
         raise error
     try:
         found = look()
-    except CallCancelledError:
-        raise
     except TeamVaultError:
         raise error from None  # no budget left to look, or the look failed too: it stays uncertain
     if applied(found):
