@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 #: The layers, top first; a module's layer is the first entry its name starts with.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli", "__main__"),
+    ("cli", "__main__", "commands"),  # commands/: one module per command of the command line
     ("server", "doctor"),
     ("config",),
     ("tools",),
@@ -222,7 +222,7 @@ def test_every_module_is_in_a_layer() -> None:
 def test_the_subpackages_import_nothing_at_start_up() -> None:
     # `import teamvault_mcp.vault.client` runs vault/__init__.py first: an import there would load for everyone.
     modules = sources()
-    for package in ("", "server", "tools", "vault", "text"):
+    for package in ("", "commands", "server", "tools", "vault", "text"):
         tree = ast.parse(modules[package])
         assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)], package
 
