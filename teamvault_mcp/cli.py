@@ -39,7 +39,7 @@ from teamvault_mcp.commands.check import check
 from teamvault_mcp.commands.local import local_vault, on_local_vault
 from teamvault_mcp.commands.serve import ServerStopped, serve
 from teamvault_mcp.commands.shared import PROG
-from teamvault_mcp.config import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT
+from teamvault_mcp.http_config import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "__main__", "commands"),  # commands/: one module per command of the command line
     ("server", "doctor"),
-    ("config",),
+    ("config", "http_config"),
     ("tools",),
     ("vault",),
     ("text",),

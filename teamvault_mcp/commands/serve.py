@@ -85,7 +85,7 @@ def serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``serve --http``: until SIGINT or SIGTERM, which stop it cleanly (calls in flight cancelled)."""
-    from teamvault_mcp.config import HttpStartError, load_http_config
+    from teamvault_mcp.http_config import HttpStartError, load_http_config
 
     try:
         options = load_http_config(
