@@ -3,8 +3,9 @@
 Nothing below this module reads ``os.environ``. Every variable is validated at
 once, so a user with two mistakes sees both in one start. The API key is kept
 out of ``repr`` and out of every message. ``serve --http`` has its own value,
-:class:`HttpConfig` (its variables and flags), at the end: past 400 lines on purpose,
-as every variable the program reads is validated here, side by side.
+:class:`~teamvault_mcp.http_config.HttpConfig` (its variables and flags), in ``http_config.py``,
+which reads its numbers with :func:`read_number` and :func:`read_count` from here.
+Past 400 lines on purpose: every variable of :class:`Config` is validated here, side by side.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from teamvault_mcp.errors import ConfigError
-from teamvault_mcp.errors import HttpStartError as HttpStartError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 #: TEAM_VAULT_STDIO: the stdio transport; ``stock`` is the SDK's own, the escape hatch (README: Configuration).
@@ -137,8 +137,8 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
     read_only = _flag(environ, "TEAM_VAULT_READ_ONLY", problems)
     prefetch = _flag(environ, "TEAM_VAULT_PREFETCH", problems, default=True)
-    call_budget = _number(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
-    attempt_timeout = _number(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
+    call_budget = read_number(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
+    attempt_timeout = read_number(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
     log_level = environ.get("TEAM_VAULT_LOG_LEVEL", "").strip().lower() or "warning"
     if log_level not in LOG_LEVELS:
         problems.append(
@@ -152,12 +152,12 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     single_project = _flag(environ, "TEAM_VAULT_SINGLE_PROJECT", problems)
     if single_project and project_id is None:
         problems.append("TEAM_VAULT_SINGLE_PROJECT needs TEAM_VAULT_PROJECT_ID: the project agents work in.")
-    max_read_chars = _count(
+    max_read_chars = read_count(
         environ, "TEAM_VAULT_MAX_READ_CHARS", DEFAULT_MAX_READ_CHARS, MAX_READ_CHARS_LIMIT, problems
     )
     instructions_note = _instructions_note(environ, project_id, problems)
     tools_named, tools_dropped = _tools(environ, read_only, schema_dir, problems)
-    cache_max_mb = _number(
+    cache_max_mb = read_number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
     stdio = environ.get("TEAM_VAULT_STDIO", "").strip().lower() or "lean"
@@ -234,7 +234,7 @@ def _flag(environ: Mapping[str, str], name: str, problems: list[str], *, default
     return False
 
 
-def _number(
+def read_number(
     environ: Mapping[str, str],
     name: str,
     default: float,
@@ -244,6 +244,7 @@ def _number(
     unit: str = "seconds",
     maximum: float = MAX_SECONDS,
 ) -> float:
+    """A number of ``unit`` above ``minimum``, at most ``maximum``; ``default`` if unset (or bad: then a problem)."""
     raw = environ.get(name, "")
     if not raw.strip():
         return default
@@ -258,7 +259,7 @@ def _number(
     return value
 
 
-def _count(environ: Mapping[str, str], name: str, default: int, maximum: int, problems: list[str]) -> int:
+def read_count(environ: Mapping[str, str], name: str, default: int, maximum: int, problems: list[str]) -> int:
     """A whole number from 0 to ``maximum`` (0 meaning "no limit" where the variable says so)."""
     raw = environ.get(name, "").strip().replace("_", "").replace(",", "")
     if not raw:
@@ -421,207 +422,3 @@ def _write_prefixes(
     if raw.strip() and not everywhere and not scoped and not problems:
         problems.append(f"{name} names no folder; leave it unset to allow writes everywhere.")
     return tuple(dict.fromkeys(everywhere)), tuple(dict.fromkeys(scoped))
-
-
-# -- serve --http ---------------------------------------------------------------------------------
-
-DEFAULT_HTTP_HOST = "127.0.0.1"
-DEFAULT_HTTP_PORT = 8765
-DEFAULT_HTTP_MAX_SESSIONS = 100
-DEFAULT_HTTP_SESSION_IDLE = 1800.0
-DEFAULT_HTTP_MAX_BODY_MB = 4.0
-#: A smaller body limit could not hold an ``initialize`` (and 0 bytes is no limit the SDK accepts).
-MIN_HTTP_BODY_BYTES = 1024
-#: Sessions one caller (a Team Vault user, with --key-from-client) may hold at once (0: no share).
-DEFAULT_HTTP_SESSIONS_PER_CALLER = 10
-#: Open connections from one client address (0: no limit, e.g. behind a reverse proxy on this machine).
-DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS = 32
-#: Seconds a connection may take to send a whole request head (as the embedded local vault).
-DEFAULT_HTTP_HEAD_TIMEOUT = 10.0
-#: A shorter shared token could be guessed; ``openssl rand -hex 32`` gives 64 characters.
-MIN_HTTP_TOKEN_CHARS = 16
-
-
-@dataclass(frozen=True)
-class HttpConfig:
-    """How ``serve --http`` listens and whom it serves, validated (the variables and flags in the README)."""
-
-    host: str = DEFAULT_HTTP_HOST
-    port: int = DEFAULT_HTTP_PORT
-    #: TEAM_VAULT_HTTP_TOKEN: the shared Bearer token (token mode); None with ``key_from_client``.
-    token: str | None = field(default=None, repr=False)
-    #: ``--key-from-client``: each caller's Bearer token is its own Team Vault API key.
-    key_from_client: bool = False
-    #: TEAM_VAULT_HTTP_ORIGINS: browser origins allowed besides loopback ones (``https://agent.example.com``).
-    origins: tuple[str, ...] = ()
-    max_sessions: int = DEFAULT_HTTP_MAX_SESSIONS
-    session_idle: float = DEFAULT_HTTP_SESSION_IDLE
-    max_body_bytes: int = int(DEFAULT_HTTP_MAX_BODY_MB * 1024 * 1024)
-    #: TEAM_VAULT_HTTP_SESSIONS_PER_CALLER: sessions per Team Vault user, ``key_from_client`` only (0: no share).
-    sessions_per_caller: int = DEFAULT_HTTP_SESSIONS_PER_CALLER
-    #: TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS: open connections from one client address (0: no limit).
-    connections_per_address: int = DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS
-    #: Open connections in all; None: from the open-file limit (``server/http_limits.py``).
-    max_connections: int | None = None
-    head_timeout: float = DEFAULT_HTTP_HEAD_TIMEOUT
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    insecure_bind: bool = False
-
-    @property
-    def is_loopback(self) -> bool:
-        return is_loopback_host(self.host)
-
-    @property
-    def url(self) -> str:
-        """The endpoint's URL as clients on this machine reach it."""
-        scheme = "https" if self.tls_cert is not None else "http"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}/mcp"
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is this machine only."""
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"
-
-
-def parse_listen(raw: str) -> tuple[str, int]:
-    """``8765``, ``0.0.0.0:8765``, ``[::1]:8765`` → (host, port); :class:`HttpStartError` otherwise."""
-    text = raw.strip()
-    host, port_text = DEFAULT_HTTP_HOST, text
-    if text.startswith("["):
-        inside, bracket, rest = text[1:].partition("]")
-        if not bracket or not rest.startswith(":"):
-            raise HttpStartError(f"--http {raw!r} is not [HOST:]PORT, e.g. 8765, 127.0.0.1:8765 or [::1]:8765.")
-        host, port_text = inside, rest[1:]
-    elif ":" in text:
-        host, _, port_text = text.rpartition(":")
-    if (
-        not port_text.isdigit()
-        or not 0 <= int(port_text) <= 65535
-        or not host
-        or (":" in host.strip("[]") and not text.startswith("["))
-    ):
-        raise HttpStartError(f"--http {raw!r} is not [HOST:]PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765.")
-    return host, int(port_text)
-
-
-def load_http_config(
-    environ: Mapping[str, str],
-    *,
-    listen: str | None = None,
-    key_from_client: bool = False,
-    tls_cert: str | None = None,
-    tls_key: str | None = None,
-    insecure_bind: bool = False,
-) -> HttpConfig:
-    """The :class:`HttpConfig` of ``serve --http [listen]`` in ``environ``.
-
-    Raises :class:`HttpStartError` (one line) when no caller could be authenticated or the bind is open
-    without TLS, and :class:`ConfigError` naming every bad TEAM_VAULT_HTTP_* value.
-    """
-    host, port = parse_listen(listen) if listen else (DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT)
-    token = environ.get("TEAM_VAULT_HTTP_TOKEN", "").strip() or None
-    if token is None and not key_from_client:
-        raise HttpStartError(
-            "serve --http needs a way to tell who calls: set TEAM_VAULT_HTTP_TOKEN (clients send it as "
-            "'Authorization: Bearer <token>') or pass --key-from-client (each client sends its own Team Vault key)."
-        )
-    if token is not None and key_from_client:
-        raise HttpStartError(
-            "TEAM_VAULT_HTTP_TOKEN and --key-from-client are both given: with --key-from-client each client's "
-            "Bearer token is its own Team Vault key, so unset TEAM_VAULT_HTTP_TOKEN (or drop the flag)."
-        )
-    if (tls_cert is None) != (tls_key is None):
-        raise HttpStartError("--tls-cert and --tls-key go together: give both (PEM files) or neither.")
-    if not is_loopback_host(host) and tls_cert is None and not insecure_bind:
-        raise HttpStartError(
-            f"--http {host}:{port} listens beyond this machine without TLS: give --tls-cert and --tls-key, or "
-            "--insecure-bind when a TLS reverse proxy in front of it is the only way in (see the README)."
-        )
-    problems: list[str] = []
-    if token is not None and (
-        len(token) < MIN_HTTP_TOKEN_CHARS or any(ch.isspace() or not ch.isprintable() for ch in token)
-    ):
-        problems.append(
-            f"TEAM_VAULT_HTTP_TOKEN must be at least {MIN_HTTP_TOKEN_CHARS} printable characters without spaces "
-            "(value not shown); make one with: openssl rand -hex 32"
-        )
-    origins = _origins(environ, problems)
-    max_sessions = _number(
-        environ,
-        "TEAM_VAULT_HTTP_MAX_SESSIONS",
-        DEFAULT_HTTP_MAX_SESSIONS,
-        0.0,
-        problems,
-        unit="sessions",
-        maximum=100_000,
-    )
-    if max_sessions != int(max_sessions):
-        problems.append(
-            f"TEAM_VAULT_HTTP_MAX_SESSIONS={environ['TEAM_VAULT_HTTP_MAX_SESSIONS']!r} is not a whole number."
-        )
-    idle = _number(environ, "TEAM_VAULT_HTTP_SESSION_IDLE", DEFAULT_HTTP_SESSION_IDLE, 0.0, problems, maximum=86_400)
-    body_mb = _number(
-        environ, "TEAM_VAULT_HTTP_MAX_BODY_MB", DEFAULT_HTTP_MAX_BODY_MB, 0.0, problems, unit="megabytes", maximum=1024
-    )
-    if int(body_mb * 1024 * 1024) < MIN_HTTP_BODY_BYTES:
-        problems.append(f"TEAM_VAULT_HTTP_MAX_BODY_MB={environ['TEAM_VAULT_HTTP_MAX_BODY_MB']!r} is below 1 KiB.")
-        body_mb = DEFAULT_HTTP_MAX_BODY_MB
-    per_caller = _count(
-        environ, "TEAM_VAULT_HTTP_SESSIONS_PER_CALLER", DEFAULT_HTTP_SESSIONS_PER_CALLER, 100_000, problems
-    )
-    per_address = _count(
-        environ, "TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS", DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS, 100_000, problems
-    )
-    cert = _existing_file("--tls-cert", tls_cert, problems)
-    key = _existing_file("--tls-key", tls_key, problems)
-    if problems:
-        text = "\n".join(problems)
-        raise ConfigError(text.replace(token, "***") if token else text)
-    return HttpConfig(
-        host=host,
-        port=port,
-        token=token,
-        key_from_client=key_from_client,
-        origins=origins,
-        max_sessions=int(max_sessions),
-        session_idle=idle,
-        max_body_bytes=int(body_mb * 1024 * 1024),
-        sessions_per_caller=per_caller,
-        connections_per_address=per_address,
-        tls_cert=cert,
-        tls_key=key,
-        insecure_bind=insecure_bind,
-    )
-
-
-def _origins(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]:
-    """TEAM_VAULT_HTTP_ORIGINS: comma-separated ``scheme://host[:port]``, compared exactly (lower case)."""
-    origins = []
-    for item in (part.strip() for part in environ.get("TEAM_VAULT_HTTP_ORIGINS", "").split(",")):
-        if not item:
-            continue
-        parts = urlsplit(item)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
-            problems.append(
-                f"TEAM_VAULT_HTTP_ORIGINS: {item!r} is not an origin such as https://agent.example.com "
-                "(scheme, host and optional port, nothing after)."
-            )
-            continue
-        origins.append(item.rstrip("/").lower())
-    return tuple(dict.fromkeys(origins))
-
-
-def _existing_file(flag: str, raw: str | None, problems: list[str]) -> Path | None:
-    if raw is None:
-        return None
-    path = Path(raw).expanduser()
-    if not path.is_file():
-        problems.append(f"{flag} {raw}: no such file (a PEM file is expected).")
-    return path

@@ -197,7 +197,7 @@ class ConfigError(TeamVaultError):
 
 class HttpStartError(ConfigError):
     """``serve --http`` cannot start as asked (no way to authenticate callers, an open bind without TLS):
-    exit code 2, one line (``config.load_http_config`` raises it)."""
+    exit code 2, one line (``http_config.load_http_config`` raises it)."""
 
 
 class ToolInputError(TeamVaultError):

@@ -109,7 +109,7 @@ def test_the_result_is_the_one_an_mcp_client_gets(
     ],
 )
 def test_values_take_the_type_of_their_argument(pairs: list[str], expected: dict[str, Any]) -> None:
-    from teamvault_mcp.cli import _call_arguments
+    from teamvault_mcp.commands.call import call_arguments as _call_arguments
     from teamvault_mcp.tools.table import TOOLS
 
     params = {param.name: param for tool in TOOLS for param in tool.all_params}
@@ -291,7 +291,7 @@ def test_a_confusing_local_is_a_usage_error(tmp_path: Path, argv: list[str], mes
 def test_the_help_examples_are_complete_calls_that_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import shlex
 
-    from teamvault_mcp.cli import call_examples
+    from teamvault_mcp.commands.call import call_examples
 
     with pytest.raises(SystemExit):
         main(["call", "--help"], {})

@@ -143,7 +143,7 @@ def test_serve_imports_with_the_collector_held_off_and_serves_with_it_on() -> No
 
 
 def test_the_collector_is_held_off_only_while_importing_and_as_it_was_after() -> None:
-    from teamvault_mcp.cli import collector_held_off
+    from teamvault_mcp.commands.shared import collector_held_off
 
     try:
         with pytest.raises(ImportError), collector_held_off():

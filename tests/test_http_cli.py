@@ -17,8 +17,8 @@ from support.env import child_env
 from support.waiting import GENEROUS, too_slow
 
 from teamvault_mcp.cli import main
-from teamvault_mcp.config import HttpStartError, load_http_config, parse_listen
 from teamvault_mcp.errors import ConfigError
+from teamvault_mcp.http_config import HttpStartError, load_http_config, parse_listen
 
 TOKEN = "cli-token-0123456789abcdef"
 SERVER_ENV = {"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "osync_" + "1" * 64}

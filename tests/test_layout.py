@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 #: The layers, top first; a module's layer is the first entry its name starts with.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli", "__main__"),
+    ("cli", "__main__", "commands"),  # commands/: one module per command of the command line
     ("server", "doctor"),
-    ("config",),
+    ("config", "http_config"),
     ("tools",),
     ("vault",),
     ("text",),
@@ -225,9 +225,63 @@ def test_every_module_is_in_a_layer() -> None:
 def test_the_subpackages_import_nothing_at_start_up() -> None:
     # `import teamvault_mcp.vault.client` runs vault/__init__.py first: an import there would load for everyone.
     modules = sources()
-    for package in ("", "server", "tools", "vault", "text"):
+    for package in ("", "commands", "server", "tools", "vault", "text"):
         tree = ast.parse(modules[package])
         assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)], package
+
+
+def test_the_local_vault_package_only_re_exports() -> None:
+    # localvault/__init__.py names the public API (LocalVault, Store, …) by importing it from the modules that hold
+    # it: nothing is defined or run there, and a module of the local vault is imported only as the API needs it.
+    tree = ast.parse(sources()["localvault"])
+    body = [node for node in tree.body if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    imports = [node for node in body if isinstance(node, ast.ImportFrom)]
+    assert all(node.module and node.module.startswith(PACKAGE + ".localvault.") for node in imports)
+    rest = [node for node in body if node not in imports]
+    assert [target.id for node in rest for target in node.targets] == ["__all__"]  # type: ignore[attr-defined]
+
+
+# -- no module too long to read, no function too long to follow (issue 28) ---------------------------------------
+
+MAX_MODULE_LINES = 600
+#: A function's lines from its ``def`` to its last line (ast: ``end_lineno - lineno + 1``), decorators not counted.
+MAX_FUNCTION_LINES = 80
+
+
+def too_long(root: Path = ROOT) -> list[str]:
+    """Every module over MAX_MODULE_LINES and every function or method over MAX_FUNCTION_LINES, in words."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        source = path.read_text()
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{name}: {lines} lines (at most {MAX_MODULE_LINES}: split it by concern)")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(
+                        f"{name}::{node.name} (line {node.lineno}): {length} lines (at most {MAX_FUNCTION_LINES})"
+                    )
+    return found
+
+
+def test_no_module_over_600_lines_and_no_function_over_80() -> None:
+    assert too_long() == []
+
+
+def test_a_long_module_or_function_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    fits = "@decorated\ndef fits():\n" + "    y = 0\n" * (MAX_FUNCTION_LINES - 1)  # its def and body: the limit
+    over = "class A:\n    def over(self):\n" + "        y = 0\n" * MAX_FUNCTION_LINES  # one line more
+    source = fits + "\n\n" + over
+    (tmp_path / "short.py").write_text(source)
+    line = source.splitlines().index("    def over(self):") + 1
+    assert too_long(tmp_path) == [
+        f"long.py: {MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES}: split it by concern)",
+        f"short.py::over (line {line}): {MAX_FUNCTION_LINES + 1} lines (at most {MAX_FUNCTION_LINES})",
+    ]
 
 
 # -- and it would say so: each contract fails on a planted violation -------------------------------------------

@@ -24,8 +24,8 @@ from support.fakes import make_config
 from support.sessions import Session, open_session
 from support.waiting import GENEROUS
 
-from teamvault_mcp.config import HttpConfig
 from teamvault_mcp.errors import CallCancelledError, NoteBusyError
+from teamvault_mcp.http_config import HttpConfig
 from teamvault_mcp.server.http import Callers
 from teamvault_mcp.tools.note_locks import NoteLocks
 

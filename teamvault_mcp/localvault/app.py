@@ -1,167 +1,59 @@
-"""The local vault's HTTP face: framing, routes, auth, conditional writes, the idempotency layer, faults.
+"""The local vault's HTTP face: the connection, the pipeline of a request, and the wire.
 
 One :class:`VaultHandler` serves each connection (HTTP/1.1 keep-alive), within the
 deadlines of limits.py. A request goes: framing (400 for an ambiguous length, 411 for
 ``Transfer-Encoding``, 413 over 50 MB; the connection is closed) → the key is looked up
 and only then is the body read (without a valid key it is never read, and the
-connection is closed after the answer) → route (404/405) → injected fault → auth (401)
-→ project (404) → permission (403) → idempotency (replay, 409 in use, 422 mismatch) →
-the route's work in the :class:`~teamvault_mcp.localvault.store.Store`, where
-``If-Match`` is checked in the write's own transaction (412) → the answer, with a
-``Content-Length``, or chunked when it is made as it is sent (a folder archive:
-archives.py, streaming.py). The order of
-the answers is the real server's (teamvault-api.md §1.2), with the proxy's refusals
-first. Anything that escapes becomes a bare 500, as Next.js answers an uncaught exception.
+connection is closed after the answer) → route (404/405, routes.py) → injected fault →
+auth (401) → project (404) → permission (403) → idempotency (replay, 409 in use, 422
+mismatch: idempotency.py) → the route's work (routes.py) in the
+:class:`~teamvault_mcp.localvault.store.Store`, where ``If-Match`` is checked in the
+write's own transaction (412) → the answer, with a ``Content-Length``, or chunked when it
+is made as it is sent (a folder archive: archives.py, streaming.py). The order of the
+answers is the real server's (teamvault-api.md §1.2), with the proxy's refusals first.
+Anything that escapes becomes a bare 500, as Next.js answers an uncaught exception.
 
-The module reads better whole: the handler's pipeline and its routes are one class.
+What a request and an answer hold is messages.py; what the handler threads share, state.py.
 """
 
 from __future__ import annotations
 
 import email.errors
-import hashlib
 import io
-import json
 import logging
 import re
 import select
 import socket
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, NoReturn
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from teamvault_mcp.localvault.archives import folder_archive
-from teamvault_mcp.localvault.faults import Fault, FaultPlan
-from teamvault_mcp.localvault.limits import BUSY, HEAD, IDLE, Connections, DeadlineReader, Limits
-from teamvault_mcp.localvault.multipart import MultipartError, Part, parse_form
-from teamvault_mcp.localvault.preconditions import IfMatch, entity_tag, parse_if_match
-from teamvault_mcp.localvault.store import (
-    CREATE_FIELDS,
-    EDIT_ROLES,
-    REPLACE_FIELDS,
-    Change,
-    Store,
-    User,
-    VaultError,
-)
+from teamvault_mcp.localvault.faults import Fault
+from teamvault_mcp.localvault.idempotency import idempotent
+from teamvault_mcp.localvault.limits import BUSY, HEAD, IDLE, DeadlineReader
+from teamvault_mcp.localvault.messages import Answer, Request, cors
+from teamvault_mcp.localvault.records import EDIT_ROLES, VaultError
+from teamvault_mcp.localvault.routes import Routes, route_of, routes_of
+from teamvault_mcp.localvault.state import VaultState
 from teamvault_mcp.localvault.streaming import CHUNK_SIZE, ChunkedBody, StreamBroken
 
 log = logging.getLogger(__name__)
 
 #: Request bodies above this are refused before they are read, as the shipped Caddy config does (50 MB).
 MAX_BODY_BYTES = 50 * 1024 * 1024
-IDEMPOTENCY_RETENTION = 24 * 3600.0
-OBSIDIAN_ORIGIN = "app://obsidian.md"
 #: On every answer under /api/ while conditional writes are on: If-Match on a write was checked atomically.
 CONDITIONAL_WRITES_HEADER = "X-TeamVault-Conditional-Writes"
 _DIGITS = re.compile(r"[0-9]+")  # not \d: that takes other scripts' digits too
 #: A line that is no header: the parser takes it, and every line after it, as the start of a body.
 _HEADER_LINE_DEFECTS = (email.errors.MissingHeaderBodySeparatorDefect, email.errors.FirstHeaderLineIsContinuationDefect)
 
-_ID = r"([^/]+)"
-Route = tuple[re.Pattern[str], dict[str, str]]
-#: (pattern, {method: route name}); a route name is a VaultHandler method ``route_<name>``.
-ROUTES: tuple[Route, ...] = (
-    (re.compile(r"/api/auth/me"), {"GET": "me"}),
-    (re.compile(r"/api/projects"), {"GET": "projects"}),
-    (re.compile(rf"/api/projects/{_ID}"), {"GET": "project"}),
-    (re.compile(rf"/api/projects/{_ID}/files"), {"GET": "list_files", "POST": "create_file"}),
-    (
-        re.compile(rf"/api/projects/{_ID}/files/{_ID}"),
-        {"GET": "download", "PUT": "replace", "PATCH": "move", "DELETE": "delete", "OPTIONS": "preflight"},
-    ),
-    (re.compile(rf"/api/projects/{_ID}/files/{_ID}/versions"), {"GET": "versions"}),
-    (re.compile(rf"/api/projects/{_ID}/files/{_ID}/versions/{_ID}"), {"GET": "version", "OPTIONS": "preflight"}),
-    (re.compile(rf"/api/projects/{_ID}/folders"), {"PATCH": "move_folder", "DELETE": "delete_folder"}),
-)
-#: Left out with ``LocalVault(folder_download=False)``: then it is an unknown route, as on servers without it.
-FOLDER_DOWNLOAD_ROUTE: Route = (re.compile(rf"/api/projects/{_ID}/folders/download"), {"GET": "download_folder"})
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-@dataclass
-class Answer:
-    status: int
-    body: bytes = b""
-    content_type: str | None = "application/json"
-    headers: tuple[tuple[str, str], ...] = ()
-    #: Writes a body made as it is sent, instead of ``body``: it goes out chunked (streaming.py).
-    stream: Callable[[ChunkedBody], object] | None = None
-
-    @classmethod
-    def json(cls, status: int, payload: Any) -> Answer:
-        return cls(status, json.dumps(payload, ensure_ascii=False).encode())
-
-    @classmethod
-    def error(cls, error: VaultError) -> Answer:
-        answer = cls.json(error.status, {"error": {"code": error.code, "message": error.message, **error.fields}})
-        answer.headers = error.headers
-        return answer
 
 
 class _Closed(Exception):
     """The connection is to be dropped without an answer (an injected fault)."""
-
-
-Scope = tuple[str, str, str, str]  # (user id, method, route, Idempotency-Key)
-
-
-@dataclass
-class VaultState:
-    """What every handler thread shares: the data, the faults, the keyed writes in flight."""
-
-    store: Store
-    faults: FaultPlan
-    idempotency_retention: float = IDEMPOTENCY_RETENTION
-    #: False emulates the public Team Vault server, which ignores Idempotency-Key (teamvault-api.md §11.1).
-    idempotency: bool = True
-    #: False emulates it too in ignoring If-Match: no 412, no ETag, no X-TeamVault-Conditional-Writes.
-    conditional_writes: bool = True
-    connections: Connections = field(default_factory=lambda: Connections(Limits(max_connections=64)))
-    in_flight: dict[Scope, str] = field(default_factory=dict)  # scope → fingerprint
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    last_purge: float = 0.0
-    #: Set when the vault stops: injected delays, drips and hangs end at once, and so do streamed answers.
-    stopping: threading.Event = field(default_factory=threading.Event)
-    #: False leaves out GET …/folders/download, as on servers older than it (teamvault-api.md §5.3).
-    folder_download: bool = True
-
-    @property
-    def routes(self) -> tuple[Route, ...]:
-        return (*ROUTES, FOLDER_DOWNLOAD_ROUTE) if self.folder_download else ROUTES
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    params: tuple[str, ...]
-    body: bytes
-    content_type: str
-    user: User
-    key: str | None = None  # the Idempotency-Key of a write
-    fault: Fault | None = None
-    #: Where a successful write's answer is remembered, in the write's own transaction.
-    remember: tuple[Scope, str] | None = None
-    #: The If-Match fields as sent, joined; None without them or while conditional writes are off.
-    if_match: str | None = None
-
-    def arg(self, name: str) -> str | None:
-        values = self.query.get(name)
-        return values[0] if values else None
-
-    @property
-    def precondition(self) -> IfMatch | None:
-        return None if self.if_match is None else parse_if_match([self.if_match])
-
-    @property
-    def project_id(self) -> str:
-        return self.params[0]
 
 
 class VaultHandler(BaseHTTPRequestHandler):
@@ -182,6 +74,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         self.reader = DeadlineReader(self.connection)
         self.reader.until(time.monotonic() + limits.head_timeout)  # the first head, from the accept
         self.rfile = io.BufferedReader(self.reader)
+        self.routes = Routes(self.state)
         self._answered = 0
         self._expects_continue = False
 
@@ -254,7 +147,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         path = url.path
         user = self.state.store.user_for_key(self.headers.get("X-API-Key", ""))
         body = self._read_body(length) if user is not None else self._leave_body(length)
-        route = _route(path, self.state.routes)
+        route = route_of(path, routes_of(self.state))
         if route is None:
             return Answer.error(VaultError(404, "not_found", f"Нет такого маршрута: {path}"))
         params, methods = route
@@ -270,7 +163,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.action is not None:
             fault.action()  # e.g. a colleague's write that lands just before this request
         if name == "preflight":
-            return Answer(204, b"", None, _cors())
+            return Answer(204, b"", None, cors())
         if user is None:
             return Answer.error(VaultError(401, "unauthorized", "Требуется авторизация"))
         if_match = self.headers.get_all("If-Match") if self.state.conditional_writes else None
@@ -286,12 +179,12 @@ class VaultHandler(BaseHTTPRequestHandler):
             fault,
             if_match=None if if_match is None else ", ".join(if_match),
         )
-        handle: Callable[[Request], Answer] = getattr(self, f"route_{name}")
+        handle: Callable[[Request], Answer] = getattr(self.routes, f"route_{name}")
         try:
             self._authorize(request)
         except VaultError as error:
             return Answer.error(error)
-        answer = self._idempotent(request, handle)
+        answer = idempotent(self.state, request, lambda request: self._guarded(request, handle))
         if fault is not None and fault.kind == "apply_then_close":
             raise _Closed()
         if fault is not None and fault.kind == "drip":
@@ -313,167 +206,6 @@ class VaultHandler(BaseHTTPRequestHandler):
             return handle(request)
         except VaultError as error:
             return Answer.error(error)
-
-    def _idempotent(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
-        """The request, through the idempotency layer of teamvault-api.md §11.2 if it is a write with a key."""
-        key = request.key
-        if key is None or not self.state.idempotency:
-            return self._guarded(request, handle)
-        if not key.strip() or len(key) > 255:
-            return Answer.error(VaultError(400, "invalid_idempotency_key", "Некорректный Idempotency-Key"))
-        state = self.state
-        scope: Scope = (request.user.id, request.method, request.path, key)
-        fingerprint = _fingerprint(request)
-        # Under the lock, a key is either running (in_flight) or answered (remembered): an
-        # attempt removes itself from in_flight only after its answer is committed.
-        with state.lock:
-            running = state.in_flight.get(scope)
-            remembered = None
-            if running is None:
-                remembered = state.store.remembered_answer(*scope, retention=state.idempotency_retention)
-                if remembered is None:
-                    state.in_flight[scope] = fingerprint
-        if running is not None:
-            if running != fingerprint:
-                return _key_mismatch()
-            return Answer.error(VaultError(409, "idempotency_key_in_use", "Запрос с этим ключом ещё выполняется"))
-        if remembered is not None:
-            if remembered.fingerprint != fingerprint:
-                return _key_mismatch()
-            headers = (("Idempotent-Replayed", "true"), *remembered.headers)
-            return Answer(remembered.status, remembered.body, remembered.content_type, headers)
-        try:
-            self._purge_old_answers()
-            request.remember = (scope, fingerprint)
-            answer = self._guarded(request, handle)
-            if 400 <= answer.status < 500:  # a definite refusal is an answer too; nothing was applied
-                with state.store.write() as db:
-                    state.store.remember_answer(
-                        db, *scope, fingerprint, answer.status, answer.content_type, answer.body, answer.headers
-                    )
-            return answer
-        finally:
-            with state.lock:
-                state.in_flight.pop(scope, None)
-
-    def change(self, request: Request, work: Callable[[Change], Answer]) -> Answer:
-        """Run ``work`` in one write transaction; its success answer is remembered in the same one."""
-        with self.state.store.write() as db:
-            answer = work(Change(db, request.project_id, request.user, request.key))
-            if request.remember is not None and answer.status < 300:
-                scope, fingerprint = request.remember
-                self.state.store.remember_answer(
-                    db, *scope, fingerprint, answer.status, answer.content_type, answer.body, answer.headers
-                )
-        return answer
-
-    def _purge_old_answers(self) -> None:
-        if time.monotonic() - self.state.last_purge > 60:
-            self.state.last_purge = time.monotonic()
-            self.state.store.forget_answers_older_than(self.state.idempotency_retention)
-
-    # -- routes ------------------------------------------------------------------------------------
-
-    def route_me(self, request: Request) -> Answer:
-        user = request.user
-        return Answer.json(200, {"user": {"id": user.id, "email": user.email, "name": user.name}})
-
-    def route_projects(self, request: Request) -> Answer:
-        return Answer.json(200, {"projects": self.state.store.projects_of(request.user)})
-
-    def route_project(self, request: Request) -> Answer:
-        return Answer.json(200, {"project": self.state.store.project(request.project_id, request.user)})
-
-    def route_list_files(self, request: Request) -> Answer:
-        body = self.state.store.list_json(
-            request.project_id,
-            path=request.arg("path"),
-            prefix=request.arg("prefix"),
-            include_deleted=request.arg("includeDeleted") == "true",
-        )
-        return Answer(200, body)
-
-    def route_download(self, request: Request) -> Answer:
-        file, content = self.state.store.content(request.project_id, request.params[1])
-        mime_type = file.mime_type or "application/octet-stream"
-        return Answer(200, content, mime_type, _cors() + self._etag(file.content_hash))
-
-    def _etag(self, content_hash: str) -> tuple[tuple[str, str], ...]:
-        return (("ETag", entity_tag(content_hash)),) if self.state.conditional_writes else ()
-
-    def route_create_file(self, request: Request) -> Answer:
-        if not request.content_type.lower().startswith("multipart/form-data"):
-            raise VaultError(400, "expected_multipart", "Ожидается multipart/form-data")
-        try:
-            form = parse_form(request.content_type, request.body)
-        except MultipartError:
-            raise VaultError(400, "expected_multipart", "Ожидается multipart/form-data") from None
-        path = _text_field(form.get("path"))
-        if not path:
-            raise VaultError(400, "path_required", "Параметр path обязателен")
-        file = form.get("file")
-        if file is None or file.filename is None:
-            raise VaultError(400, "file_required", "Файл обязателен")
-
-        def create(change: Change) -> Answer:
-            created = self.state.store.create(change, path, file.data, file.content_type)
-            return Answer.json(201, {"file": created.as_json(*CREATE_FIELDS)})
-
-        return self.change(request, create)
-
-    def route_replace(self, request: Request) -> Answer:
-        def replace(change: Change) -> Answer:
-            replaced = self.state.store.replace(change, request.params[1], request.body, request.precondition)
-            answer = Answer.json(200, {"file": replaced.as_json(*REPLACE_FIELDS)})
-            answer.headers = self._etag(replaced.content_hash)
-            return answer
-
-        return self.change(request, replace)
-
-    def route_move(self, request: Request) -> Answer:
-        new_path = _json_body(request.body).get("newPath")
-        if not isinstance(new_path, str) or not new_path:
-            raise VaultError(400, "invalid_body", "newPath: ожидается непустая строка")
-
-        def move(change: Change) -> Answer:
-            moved = self.state.store.move(change, request.params[1], new_path, request.precondition)
-            return Answer.json(200, {"file": {"id": moved.id, "path": moved.path}})
-
-        return self.change(request, move)
-
-    def route_delete(self, request: Request) -> Answer:
-        def delete(change: Change) -> Answer:
-            self.state.store.delete(change, request.params[1], request.precondition)
-            return Answer.json(200, {"success": True})
-
-        return self.change(request, delete)
-
-    def route_versions(self, request: Request) -> Answer:
-        return Answer.json(200, {"versions": self.state.store.versions(request.project_id, request.params[1])})
-
-    def route_version(self, request: Request) -> Answer:
-        content = self.state.store.version_content(request.project_id, request.params[1], request.params[2])
-        return Answer(200, content, "application/octet-stream", _cors())
-
-    def route_download_folder(self, request: Request) -> Answer:
-        archive = folder_archive(self.state.store, request.project_id, request.arg("path"))
-        disposition = (("Content-Disposition", archive.content_disposition),)
-        return Answer(200, b"", "application/zip", disposition, stream=archive.write_to)
-
-    def route_move_folder(self, request: Request) -> Answer:
-        body = _json_body(request.body)
-        path, new_path = body.get("path"), body.get("newPath")
-        if not isinstance(path, str) or not path or not isinstance(new_path, str) or not new_path:
-            raise VaultError(400, "invalid_body", "path и newPath: ожидаются непустые строки")
-        return self.change(
-            request, lambda change: Answer.json(200, self.state.store.move_folder(change, path, new_path))
-        )
-
-    def route_delete_folder(self, request: Request) -> Answer:
-        folder = request.arg("path")
-        if not folder:
-            raise VaultError(400, "invalid_path", "Недопустимый путь папки")
-        return self.change(request, lambda change: Answer.json(200, self.state.store.delete_folder(change, folder)))
 
     # -- the wire ------------------------------------------------------------------------------------
 
@@ -615,61 +347,3 @@ class VaultHandler(BaseHTTPRequestHandler):
                     return
         except OSError:
             pass  # the client gave up: that is the point of dripping
-
-
-def _route(path: str, routes: tuple[Route, ...]) -> tuple[tuple[str, ...], dict[str, str]] | None:
-    for pattern, methods in routes:
-        match = pattern.fullmatch(path)
-        if match:
-            return tuple(unquote(group) for group in match.groups()), methods
-    return None
-
-
-def _fingerprint(request: Request) -> str:
-    """Method, route, query and a digest of the body; for multipart the fields, not the boundary."""
-    digest = hashlib.sha256()
-    digest.update(f"{request.method} {request.path}?{sorted(request.query.items())}\n".encode())
-    if request.if_match is not None:  # the same key with another precondition is another request
-        digest.update(f"If-Match: {request.if_match}\n".encode("utf-8", errors="surrogateescape"))
-    form = None
-    if request.content_type.lower().startswith("multipart/"):
-        try:
-            form = parse_form(request.content_type, request.body)
-        except MultipartError:
-            form = None
-    if form is None:
-        digest.update(request.body)
-    else:
-        for name in sorted(form):
-            part = form[name]
-            digest.update(f"{name}\0{part.content_type}\0{len(part.data)}\0".encode())
-            digest.update(part.data)
-    return digest.hexdigest()
-
-
-def _key_mismatch() -> Answer:
-    return Answer.error(VaultError(422, "idempotency_key_mismatch", "Ключ уже использован для другого запроса"))
-
-
-def _json_body(body: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested beyond the parser's depth
-        value = None
-    if not isinstance(value, dict):
-        raise VaultError(400, "invalid_body", "Некорректное тело запроса: ожидается JSON-объект")
-    return value
-
-
-def _text_field(part: Part | None) -> str | None:
-    if part is None or part.filename is not None:
-        return None  # missing, or a file where a string is expected
-    return part.data.decode("utf-8", errors="replace")
-
-
-def _cors() -> tuple[tuple[str, str], ...]:
-    return (
-        ("Access-Control-Allow-Origin", OBSIDIAN_ORIGIN),
-        ("Access-Control-Allow-Headers", "X-API-Key, Content-Type"),
-        ("Access-Control-Allow-Methods", "GET, OPTIONS"),
-    )

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 from urllib.parse import quote
 
-from teamvault_mcp.localvault.store import Store, VaultError, gate, not_found
+from teamvault_mcp.localvault.records import VaultError, gate, not_found
+from teamvault_mcp.localvault.store import Store
 from teamvault_mcp.localvault.streaming import CHUNK_SIZE, StreamBroken
 
 log = logging.getLogger(__name__)

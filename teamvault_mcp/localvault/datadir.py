@@ -22,7 +22,8 @@ import os
 import stat
 from pathlib import Path
 
-from teamvault_mcp.localvault.store import DATABASE_FILE, INCOMING_PREFIX
+from teamvault_mcp.localvault.blobs import INCOMING_PREFIX
+from teamvault_mcp.localvault.database import DATABASE_FILE
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from teamvault_mcp.localvault.store import DATABASE_FILE, Store, User, key_hash, key_prefix, new_api_key, now_iso
+from teamvault_mcp.localvault.database import DATABASE_FILE
+from teamvault_mcp.localvault.records import User, key_hash, key_prefix, new_api_key, now_iso
+from teamvault_mcp.localvault.store import Store
 
 KEY_FILE = "api-key"
 START_KEY_SETTING = "start_key"

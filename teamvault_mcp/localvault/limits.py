@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from teamvault_mcp.localvault.store import DATABASE_POOL
+from teamvault_mcp.localvault.database import DATABASE_POOL
 
 HEAD, BUSY, IDLE = "head", "busy", "idle"
 LISTEN_BACKLOG = 1024

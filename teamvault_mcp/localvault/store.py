@@ -1,382 +1,72 @@
-"""The local vault's data: one directory holding a SQLite database and content-addressed blobs.
+"""The local vault's data model: every rule of the API on users, projects, files and versions.
 
 Everything the HTTP layer does to data goes through :class:`Store`. A write runs in
-one SQLite transaction (``BEGIN IMMEDIATE``); the bytes it needs are written before
-the transaction commits, to a temp file that is fsynced and renamed into a blob
-named by its SHA-256. A crash therefore leaves either the old note or the new one,
-never half of one, and a blob can be written twice without harm.
+one SQLite transaction (``BEGIN IMMEDIATE``, database.py); the bytes it needs are written
+before the transaction commits, as a blob named by its SHA-256 (blobs.py). A crash
+therefore leaves either the old note or the new one, never half of one, and a blob can be
+written twice without harm.
 
-Domain failures are :class:`VaultError` with the status, code and message the real
-server answers with (teamvault-api.md); the HTTP layer only serialises them.
+Domain failures are :class:`~teamvault_mcp.localvault.records.VaultError` with the status,
+code and message the real server answers with (teamvault-api.md); the HTTP layer only
+serialises them.
 
-The module holds the whole data model (tables, rows, every rule of the API on them) in one
-place on purpose: the rules refer to each other (a folder move is file moves, a create
-checks blockers), and splitting them would scatter one transaction's logic over files.
-API keys beyond the lookup live in ``keys.py``, the data directory's modes in ``datadir.py``.
+The rules on the tables stay together on purpose: they refer to each other (a folder move
+is file moves, a create checks blockers), and splitting them would scatter one transaction's
+logic over files. What is not a rule on the tables lives beside it: the records and the rules
+on one value in ``records.py``, the connections in ``database.py``, the blobs in ``blobs.py``,
+the remembered answers of keyed writes in ``idempotency.py``, API keys beyond the lookup in
+``keys.py``, the data directory's modes in ``datadir.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import mimetypes
-import os
-import queue
-import secrets
 import sqlite3
-import tempfile
-import threading
-import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from teamvault_mcp.errors import InvalidPathError
+from teamvault_mcp.localvault import blobs
+from teamvault_mcp.localvault.database import Database
 from teamvault_mcp.localvault.preconditions import IfMatch, entity_tag
+from teamvault_mcp.localvault.records import (
+    FILE_FIELDS,
+    Change,
+    FileRow,
+    User,
+    VaultError,
+    file_type_for,
+    gate,
+    key_hash,
+    key_prefix,
+    mime_type_for,
+    new_api_key,
+    new_id,
+    not_found,
+    now_iso,
+)
 from teamvault_mcp.text.paths import stored_path_of
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (
-    id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, name TEXT, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS api_keys (
-    key_hash TEXT PRIMARY KEY, prefix TEXT NOT NULL, user_id TEXT NOT NULL, created_at TEXT NOT NULL,
-    label TEXT, kind TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS projects (
-    id TEXT PRIMARY KEY, slug TEXT NOT NULL UNIQUE, name TEXT NOT NULL, description TEXT,
-    icon_emoji TEXT, owner_id TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS members (
-    project_id TEXT NOT NULL, user_id TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (project_id, user_id));
-CREATE TABLE IF NOT EXISTS files (
-    id TEXT PRIMARY KEY, project_id TEXT NOT NULL, path TEXT NOT NULL, file_type TEXT NOT NULL,
-    content_hash TEXT NOT NULL, size INTEGER NOT NULL, mime_type TEXT, deleted_at TEXT,
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_modified_by TEXT,
-    UNIQUE (project_id, path));
-CREATE TABLE IF NOT EXISTS versions (
-    id TEXT PRIMARY KEY, file_id TEXT NOT NULL, version_number INTEGER NOT NULL, content_hash TEXT NOT NULL,
-    size INTEGER NOT NULL, author_id TEXT, message TEXT, created_at TEXT NOT NULL,
-    UNIQUE (file_id, version_number));
-CREATE TABLE IF NOT EXISTS operations (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, project_id TEXT NOT NULL, file_id TEXT NOT NULL, kind TEXT NOT NULL,
-    path TEXT NOT NULL, new_path TEXT, content_hash TEXT, user_id TEXT, idempotency_key TEXT,
-    created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS idempotency (
-    user_id TEXT NOT NULL, method TEXT NOT NULL, route TEXT NOT NULL, key TEXT NOT NULL,
-    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, content_type TEXT, body BLOB NOT NULL,
-    created_at REAL NOT NULL, headers TEXT, PRIMARY KEY (user_id, method, route, key));
-CREATE INDEX IF NOT EXISTS idempotency_age ON idempotency (created_at);
-"""
 
-#: Columns added since the first release: (table, column, definition). A key from before ``kind``
-#: existed was a start key (the generated one or an ``--api-key``), so it is retired at the next start.
-MIGRATIONS = (
-    ("api_keys", "label", "TEXT"),
-    ("api_keys", "kind", "TEXT NOT NULL DEFAULT 'start'"),
-    ("idempotency", "headers", "TEXT"),
-)
-DATABASE_FILE = "vault.sqlite3"
-#: At most this many SQLite connections (two descriptors each); a request waits for a free one.
-DATABASE_POOL = 16
-POOL_WAIT = 30.0
-
-TEXT_SUFFIXES = (".md", ".txt", ".json", ".yml", ".yaml", ".csv")
-#: Temp files of blobs being written; any left at start are from a crash (datadir.py removes them).
-INCOMING_PREFIX = ".incoming-"
-EDIT_ROLES = frozenset({"OWNER", "ADMIN", "EDITOR"})
-FILE_FIELDS = "id, path, file_type, content_hash, size, mime_type, deleted_at, created_at, updated_at, last_modified_by"
-
-
-class VaultError(Exception):
-    """A failure with the real server's status, error code and message (and, for 412, the current hash)."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        *,
-        fields: dict[str, Any] | None = None,
-        headers: tuple[tuple[str, str], ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.fields = fields or {}  # more members of the error object, after code and message
-        self.headers = headers
-
-
-def not_found(message: str = "Файл не найден", code: str = "not_found") -> VaultError:
-    return VaultError(404, code, message)
-
-
-@dataclass(frozen=True)
-class User:
-    id: str
-    email: str
-    name: str | None
-
-
-@dataclass(frozen=True)
-class Change:
-    """One write transaction: its connection, the project, the user, and the request's Idempotency-Key."""
-
-    db: sqlite3.Connection
-    project_id: str
-    user: User
-    key: str | None = None
-
-
-@dataclass(frozen=True)
-class RememberedAnswer:
-    """A keyed write's answer as stored for replay (teamvault-api.md §11.2), with its ``ETag``."""
-
-    fingerprint: str
-    status: int
-    content_type: str | None
-    body: bytes
-    headers: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class FileRow:
-    id: str
-    path: str
-    file_type: str
-    content_hash: str
-    size: int
-    mime_type: str | None
-    deleted_at: str | None
-    created_at: str
-    updated_at: str
-    last_modified_by: str | None
-
-    def as_json(self, *fields: str) -> dict[str, Any]:
-        """The record in the server's JSON shape; ``size`` as a string, as Prisma's BigInt serialises."""
-        full = {
-            "id": self.id,
-            "path": self.path,
-            "fileType": self.file_type,
-            "contentHash": self.content_hash,
-            "size": str(self.size),
-            "mimeType": self.mime_type,
-            "deletedAt": self.deleted_at,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "lastModifiedById": self.last_modified_by,
-        }
-        return {name: full[name] for name in fields} if fields else full
-
-
-#: The field sets of POST and PUT answers (teamvault-api.md §3.2, §3.4); a list gives every field (§3.1).
-CREATE_FIELDS = ("id", "path", "fileType", "contentHash", "size", "mimeType", "createdAt", "updatedAt")
-REPLACE_FIELDS = ("id", "path", "fileType", "contentHash", "size", "mimeType", "updatedAt")
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def new_id() -> str:
-    """A CUID-like id: opaque, URL-safe, 25 characters."""
-    return "c" + uuid.uuid4().hex[:24]
-
-
-def sha256_hex(content: bytes) -> str:
-    return hashlib.sha256(content).hexdigest()
-
-
-def new_api_key() -> str:
-    """A key of the real server's form, ``osync_`` and 64 hex digits (256 random bits)."""
-    return "osync_" + secrets.token_hex(32)
-
-
-def key_hash(key: str) -> str:
-    """What is stored of a key: its SHA-256 (unsalted; see keys.py for why that is enough)."""
-    return sha256_hex(key.encode("utf-8", errors="surrogateescape"))
-
-
-def key_prefix(key: str) -> str:
-    """The part of a key kept in the clear to tell keys apart: 12 characters, at most half of a short key."""
-    return key[: min(12, len(key) // 2)]
-
-
-def mime_type_for(path: str, declared: str | None) -> str:
-    """The part's own type if it has one, else by extension, else ``application/octet-stream`` (§6)."""
-    if declared:
-        return declared
-    guessed, _ = mimetypes.guess_type(path.rsplit("/", 1)[-1], strict=False)
-    return guessed or "application/octet-stream"
-
-
-def file_type_for(path: str, mime_type: str) -> str:
-    """TEXT for a ``text/*`` type or one of six suffixes (case-sensitive, as on the server)."""
-    return "TEXT" if mime_type.startswith("text/") or path.endswith(TEXT_SUFFIXES) else "BINARY"
-
-
-def gate(raw: str, *, incoming: bool) -> str:
-    """The server's path gate: the stored path, or 400 ``invalid_path`` with the gate's message."""
-    try:
-        raw.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from JSON: no database can store it
-        raise VaultError(400, "invalid_path", "Path is not valid Unicode") from None
-    try:
-        return stored_path_of(raw, incoming=incoming)
-    except InvalidPathError as error:
-        raise VaultError(400, "invalid_path", error.rule) from None
-
-
-class Store:
-    """The vault's database and blobs. Thread-safe: one SQLite connection per thread."""
+class Store(Database):
+    """The vault's database and blobs, and the API's rules on them. Thread-safe (database.py's pool)."""
 
     def __init__(self, data_dir: Path, *, max_file_size: int | None = None) -> None:
-        self.data_dir = data_dir
         self.blob_dir = data_dir / "blobs"
         self.max_file_size = max_file_size
         self.blob_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # SQLite gives its -wal and -shm files the database file's mode: create it private.
-        os.close(os.open(data_dir / DATABASE_FILE, os.O_RDWR | os.O_CREAT, 0o600))
-        self._idle: queue.Queue[sqlite3.Connection] = queue.Queue()
-        self._all: list[sqlite3.Connection] = []
-        self._opening = 0  # connections being opened, counted against DATABASE_POOL
-        self._all_lock = threading.Lock()
-        self._closed = False
-        with self.read() as db:
-            db.executescript(SCHEMA)
-        self._migrate()
-
-    def _migrate(self) -> None:
-        """Add the columns a database made by an earlier version lacks (once, even with two vaults starting)."""
-        with self.write() as db:
-            for table, column, definition in MIGRATIONS:
-                columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                if column not in columns:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
-
-    # -- connections and transactions ------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        """A connection from the pool; returned to it afterwards (the server makes a thread per client).
-
-        The pool is bounded (DATABASE_POOL), so that many clients cannot use up the
-        process's file descriptors through it; a request waits for a free connection.
-        """
-        db = self._take_connection()
-        try:
-            yield db
-        finally:
-            with self._all_lock:
-                closed = self._closed
-                if not closed:
-                    self._idle.put(db)
-            if closed:  # closed meanwhile: this connection's request was the last to use it
-                db.close()
-
-    def _take_connection(self) -> sqlite3.Connection:
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
-        with self._all_lock:
-            if self._closed:
-                raise sqlite3.OperationalError("the vault is closed")
-            may_open = len(self._all) + self._opening < DATABASE_POOL
-            if may_open:
-                self._opening += 1
-        if not may_open:
-            try:
-                return self._idle.get(timeout=POOL_WAIT)
-            except queue.Empty:
-                raise sqlite3.OperationalError(f"no free database connection within {POOL_WAIT:.0f} s") from None
-        try:
-            db = sqlite3.connect(self.data_dir / DATABASE_FILE, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a committed note survives a power cut
-            db.execute("PRAGMA busy_timeout=10000")
-        except BaseException:
-            with self._all_lock:
-                self._opening -= 1
-            raise
-        with self._all_lock:
-            self._opening -= 1
-            self._all.append(db)
-        return db
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        with self._connection() as db:
-            yield db
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed if the block ends normally, rolled back if it raises."""
-        with self._connection() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-
-    def connections(self) -> int:
-        """How many SQLite connections the store has opened (they are pooled, not one per client)."""
-        with self._all_lock:
-            return len(self._all)
-
-    def close(self) -> None:
-        """Close the idle connections now, and each one in use when its request gives it back.
-
-        A request thread may still be inside SQLite on its connection (the HTTP server's threads
-        are not joined): closing that connection under it crashed the process.
-        """
-        with self._all_lock:
-            self._closed = True
-            idle = []
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    idle.append(self._idle.get_nowait())
-            self._all.clear()
-        for db in idle:
-            with contextlib.suppress(sqlite3.Error):
-                db.close()
+        super().__init__(data_dir)
 
     # -- blobs -----------------------------------------------------------------------------------
 
     def blob_path(self, content_hash: str) -> Path:
-        return self.blob_dir / content_hash[:2] / content_hash
+        return blobs.blob_path(self.blob_dir, content_hash)
 
     def put_blob(self, content: bytes) -> str:
-        """Store ``content`` under its hash, durably (temp file, fsync, rename); return the hash."""
-        content_hash = sha256_hex(content)
-        target = self.blob_path(content_hash)
-        if target.exists():
-            return content_hash
-        target.parent.mkdir(exist_ok=True, mode=0o700)
-        handle, temp = tempfile.mkstemp(dir=target.parent, prefix=INCOMING_PREFIX)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(content)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        _fsync_dir(target.parent)
-        return content_hash
+        """Store ``content`` under its hash, durably (blobs.py); return the hash."""
+        return blobs.put_blob(self.blob_dir, content)
 
     def get_blob(self, content_hash: str) -> bytes | None:
-        try:
-            return self.blob_path(content_hash).read_bytes()
-        except FileNotFoundError:
-            return None
+        return blobs.get_blob(self.blob_dir, content_hash)
 
     # -- users, keys, projects -------------------------------------------------------------------
 
@@ -720,44 +410,6 @@ class Store:
 
     # -- idempotency (teamvault-api.md §11.2) -------------------------------------------------------
 
-    def remembered_answer(
-        self, user_id: str, method: str, route: str, key: str, *, retention: float
-    ) -> RememberedAnswer | None:
-        with self.read() as db:
-            row = db.execute(
-                "SELECT fingerprint, status, content_type, body, headers FROM idempotency "
-                "WHERE user_id = ? AND method = ? AND route = ? AND key = ? AND created_at >= ?",
-                (user_id, method, route, key, time.time() - retention),
-            ).fetchone()
-        if row is None:
-            return None
-        headers = tuple((str(name), str(value)) for name, value in json.loads(row[4] or "[]"))
-        return RememberedAnswer(row[0], row[1], row[2], bytes(row[3]), headers)
-
-    def remember_answer(
-        self,
-        db: sqlite3.Connection,
-        user_id: str,
-        method: str,
-        route: str,
-        key: str,
-        fingerprint: str,
-        status: int,
-        content_type: str | None,
-        body: bytes,
-        headers: tuple[tuple[str, str], ...] = (),
-    ) -> None:
-        db.execute(
-            "INSERT OR REPLACE INTO idempotency "
-            "(user_id, method, route, key, fingerprint, status, content_type, body, created_at, headers) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (user_id, method, route, key, fingerprint, status, content_type, body, time.time(), json.dumps(headers)),
-        )
-
-    def forget_answers_older_than(self, seconds: float) -> None:
-        with self.write() as db:
-            db.execute("DELETE FROM idempotency WHERE created_at < ?", (time.time() - seconds,))
-
 
 def check_precondition(file: FileRow, expected: IfMatch | None) -> None:
     """412 ``precondition_failed`` unless ``file`` passes ``If-Match``; run inside the write's transaction."""
@@ -872,12 +524,3 @@ def _folder_gate(raw: str, *, incoming: bool) -> str:
         return gate(raw.rstrip("/"), incoming=incoming)
     except VaultError:
         raise VaultError(400, "invalid_path", "Недопустимый путь папки") from None
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename durable: fsync the directory that holds the new name."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)

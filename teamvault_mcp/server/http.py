@@ -47,8 +47,9 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.datastructures import Headers
 
-from teamvault_mcp.config import Config, HttpConfig, is_loopback_host
+from teamvault_mcp.config import Config
 from teamvault_mcp.errors import TeamVaultError
+from teamvault_mcp.http_config import HttpConfig, is_loopback_host
 from teamvault_mcp.server.http_callers import Callers, KeyRevoked, TooManyCallers
 from teamvault_mcp.server.http_limits import ConnectionGuard, default_max_connections, guarded_protocol
 from teamvault_mcp.server.http_sessions import SessionShares

@@ -21,8 +21,9 @@ import anyio
 import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
-from teamvault_mcp.config import Config, HttpConfig
+from teamvault_mcp.config import Config
 from teamvault_mcp.errors import HTTPStatusError
+from teamvault_mcp.http_config import HttpConfig
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.server.workspace import default_policy, open_client
 from teamvault_mcp.tools.note_locks import NoteLocks

@@ -161,14 +161,6 @@ def not_prose(text: str, body_start: int) -> list[tuple[int, int]]:
     paragraph = [-1, -1]  # start and end of the paragraph in progress; -1: none
     resume = -1  # an HTML comment runs up to here: what comes before is done
 
-    def flush() -> int:
-        """Find the paragraph's code spans and comments; the offset a comment running past it ends at, or -1."""
-        if paragraph[0] < 0:
-            return -1
-        reached = _inline_spans(text, paragraph[0], paragraph[1], spans)
-        paragraph[0] = -1
-        return reached
-
     for start, line in _lines(text, body_start):
         while True:  # once more only when a comment that a flush found swallows this line, or part of it
             if resume > start:
@@ -191,7 +183,7 @@ def not_prose(text: str, body_start: int) -> list[tuple[int, int]]:
                 after_blank = False
                 break
             if not line or line.isspace():
-                resume = flush()
+                resume = _flush(text, paragraph, spans)
                 if resume > start:
                     continue
                 after_blank = True
@@ -210,14 +202,15 @@ def not_prose(text: str, body_start: int) -> list[tuple[int, int]]:
                 break
             marker = shape.group("fence")
             if marker and (indent < 4 or in_list) and not (marker[0] == "`" and "`" in line[shape.end() :]):
-                resume = flush()
+                resume = _flush(text, paragraph, spans)
                 if resume > start:
                     continue
                 fence = (marker[0], len(marker))
                 spans.append((start, end))
                 break
             if shape.group("item") or shape.group("block"):
-                resume = flush()  # a list item, heading, quote or table row starts a block of its own
+                # A list item, heading, quote or table row starts a block of its own.
+                resume = _flush(text, paragraph, spans)
                 if resume > start:
                     continue
             if shape.group("item"):
@@ -229,10 +222,21 @@ def not_prose(text: str, body_start: int) -> list[tuple[int, int]]:
             paragraph[1] = end
             after_blank = False
             if shape.group("block"):
-                resume = flush()  # a heading or a table row is one line: no code span runs on from it
+                # A heading or a table row is one line: no code span runs on from it.
+                resume = _flush(text, paragraph, spans)
             break
-    flush()
+    _flush(text, paragraph, spans)
     return spans
+
+
+def _flush(text: str, paragraph: list[int], spans: list[tuple[int, int]]) -> int:
+    """Find the paragraph's code spans and comments (then no paragraph is in progress); the offset a comment
+    running past the paragraph ends at, or -1."""
+    if paragraph[0] < 0:
+        return -1
+    reached = _inline_spans(text, paragraph[0], paragraph[1], spans)
+    paragraph[0] = -1
+    return reached
 
 
 def _lines(text: str, start: int) -> list[tuple[int, str]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from teamvault_mcp.errors import ToolInputError, short_hash
 from teamvault_mcp.text.excerpts import section_of
-from teamvault_mcp.text.markdown import MAX_HEADINGS, Heading, parse, toc_argument
+from teamvault_mcp.text.markdown import MAX_HEADINGS, Document, Heading, parse, toc_argument
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.kinds import Param
@@ -80,30 +80,7 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         )
     for heading in shown:
         answer.row("headings", _heading_line(heading), _entry(heading))
-    notes = []
-    if not headings:
-        notes.append(
-            "This section has no subheadings; read it with read_note(section=tocPath)."
-            if toc_path
-            else "This note has no headings; read it by lines with read_note(startLine=…, endLine=…)."
-        )
-    rest = len(headings) - offset - len(shown)
-    again = f"path={json.dumps(path, ensure_ascii=False)}"
-    if toc_path:
-        again += f", tocPath={toc_argument(toc_path)}"
-    if rest:
-        answer.data["next"] = {"offset": offset + len(shown)}
-        notes.append(
-            f"[Cut: headings {offset + 1:,}–{offset + len(shown):,} of the {len(headings):,} at this level are "
-            f"shown. Read on with: note_outline({again}, offset={offset + len(shown)})]"
-        )
-    if document.outlined_lines < document.line_count:
-        answer.data["outlinedLines"] = document.outlined_lines
-        notes.append(
-            f"[This note has more than {MAX_HEADINGS:,} headings: the outline covers lines 1–"
-            f"{document.outlined_lines:,} of {document.line_count:,}. Read the rest with "
-            f"read_note(path={json.dumps(path, ensure_ascii=False)}, startLine={document.outlined_lines + 1})]"
-        )
+    notes = _notes(answer, document, path, toc_path, headings, offset, len(shown))
     if notes:
         answer.data["note"] = " ".join(notes)
     for line in notes:
@@ -115,6 +92,44 @@ def note_outline(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         else:
             answer.label(how)  # nothing to say (no read_note, no subheadings): the text's last line stays empty
     return answer.output()
+
+
+def _notes(
+    answer: Answer,
+    document: Document,
+    path: str,
+    toc_path: tuple[str, ...],
+    headings: list[Heading],
+    offset: int,
+    shown: int,
+) -> list[str]:
+    """What follows the rows: a section without subheadings, the cut and the call that reads on, an outline cut
+    short by MAX_HEADINGS (the data's ``next`` and ``outlinedLines`` set here too)."""
+    notes = []
+    if not headings:
+        notes.append(
+            "This section has no subheadings; read it with read_note(section=tocPath)."
+            if toc_path
+            else "This note has no headings; read it by lines with read_note(startLine=…, endLine=…)."
+        )
+    rest = len(headings) - offset - shown
+    again = f"path={json.dumps(path, ensure_ascii=False)}"
+    if toc_path:
+        again += f", tocPath={toc_argument(toc_path)}"
+    if rest:
+        answer.data["next"] = {"offset": offset + shown}
+        notes.append(
+            f"[Cut: headings {offset + 1:,}–{offset + shown:,} of the {len(headings):,} at this level are "
+            f"shown. Read on with: note_outline({again}, offset={offset + shown})]"
+        )
+    if document.outlined_lines < document.line_count:
+        answer.data["outlinedLines"] = document.outlined_lines
+        notes.append(
+            f"[This note has more than {MAX_HEADINGS:,} headings: the outline covers lines 1–"
+            f"{document.outlined_lines:,} of {document.line_count:,}. Read the rest with "
+            f"read_note(path={json.dumps(path, ensure_ascii=False)}, startLine={document.outlined_lines + 1})]"
+        )
+    return notes
 
 
 def _page(headings: list[Heading], offset: int) -> list[Heading]:

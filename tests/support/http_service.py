@@ -17,7 +17,7 @@ from support.fakes import make_config
 from support.policies import FAST
 from support.sessions import CALL_BUDGET
 from support.waiting import GENEROUS, too_slow
-from teamvault_mcp.config import HttpConfig
+from teamvault_mcp.http_config import HttpConfig
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.server.http import HttpService
 from teamvault_mcp.vault.retry import Clock
