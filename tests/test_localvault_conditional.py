@@ -111,9 +111,9 @@ def project_of(vault: LocalVault, session: requests.Session) -> Client:
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: its conditional writes on."""
+    return module_vault
 
 
 @pytest.fixture(scope="module")

@@ -185,9 +185,9 @@ def http() -> Iterator[requests.Session]:
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: each test gets its own empty project in it."""
+    return module_vault
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +40,11 @@ REPEATS = 6
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        for number in range(NOTES):
-            seed(running, f"a/n{number}.md", f"# Note {number}\n\nThe needle is in note {number}.\n")
-        yield running
+def vault(vault: LocalVault) -> LocalVault:
+    """The test's vault, seeded with ``NOTES`` notes under ``a/``, each holding the needle."""
+    for number in range(NOTES):
+        seed(vault, f"a/n{number}.md", f"# Note {number}\n\nThe needle is in note {number}.\n")
+    return vault
 
 
 async def search_beside_the_warm_up(

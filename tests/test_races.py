@@ -96,9 +96,9 @@ def call_all(agents: list[Agent], calls: list[tuple[str, dict[str, Any]]]) -> li
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("races") / "vault") as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: the agents' processes start once for all its tests."""
+    return module_vault
 
 
 @pytest.fixture(params=[False, True], ids=["history", "conditional"])

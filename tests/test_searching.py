@@ -45,9 +45,9 @@ class Vault:
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Any:
-    with LocalVault(tmp_path / "vault") as running:
-        yield Vault(running, tmp_path / "cache")
+def vault(vault: LocalVault, tmp_path: Path) -> Vault:
+    """The test's vault, with runners on it that cache in ``tmp_path / "cache"``."""
+    return Vault(vault, tmp_path / "cache")
 
 
 async def write(runner: ToolRunner, path: str, content: str) -> None:

@@ -6,7 +6,6 @@ local vault saw, never through timings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -31,12 +30,12 @@ def note(number: int) -> bytes:
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        for number in range(10):
-            seed(running, f"a/n{number}.md", note(number))
-            seed(running, f"b/n{number}.md", note(number + 10))
-        yield running
+def vault(vault: LocalVault) -> LocalVault:
+    """The test's vault, seeded with ten notes under ``a/`` and ten under ``b/``."""
+    for number in range(10):
+        seed(vault, f"a/n{number}.md", note(number))
+        seed(vault, f"b/n{number}.md", note(number + 10))
+    return vault
 
 
 def warmed(runner: ToolRunner) -> None:

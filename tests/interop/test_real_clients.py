@@ -77,12 +77,6 @@ def node() -> str:
     pytest.skip(f"interop tests skipped: {reason}")
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
-
-
 def server_env(vault: LocalVault) -> dict[str, str]:
     return {
         "TEAM_VAULT_URL": vault.url,
