@@ -12,7 +12,6 @@ seed makes a failure reproducible: the assertion message names the call.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -24,6 +23,7 @@ import requests
 import responses
 from mcp import Client
 from support.fakes import API_KEY, BASE, PROJECT, FakeClock, make_config
+from support.seeding import digest
 
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
@@ -123,10 +123,6 @@ RETRY_AFTERS = [
     "Fri, 31 Dec 9999 23:59:59 GMT",
     "Mon, 01 Jan 0001 00:00:00 GMT",
 ]
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def record(path: str, file_id: str, content: bytes) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
@@ -13,6 +12,7 @@ from mcp import Client
 from responses import matchers
 from support.fakes import BASE, FILES, FakeClock, file_record, make_config
 from support.loopback import Exchange, hang, json_answer, loopback_server
+from support.seeding import digest
 from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.server.protocol import build_server
@@ -35,10 +35,6 @@ Details text.
 # Chapter 2
 Two.
 """
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def header(text: str) -> str:
