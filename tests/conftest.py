@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import responses
 from support.fakes import API_KEY, BASE, FakeClock
 from support.network_guard import (  # noqa: F401  (hooks imported here are registered by pytest)
@@ -65,6 +66,14 @@ def module_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVaul
     apart by project or by path, or set the state they need."""
     with LocalVault(tmp_path_factory.mktemp("vault")) as running:
         yield running
+
+
+@pytest.fixture
+def http() -> Iterator[requests.Session]:
+    """A ``requests`` session for speaking to a local vault straight, without the package."""
+    with requests.Session() as session:
+        session.trust_env = False  # loopback only: no proxy from the environment
+        yield session
 
 
 @pytest.fixture

@@ -173,13 +173,6 @@ def multipart(boundary: str, path: str, content: bytes, mime: str = "text/markdo
     return f"multipart/form-data; boundary={boundary}", body
 
 
-@pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False  # loopback only: no proxy from the environment
-        yield session
-
-
 @pytest.fixture(scope="module")
 def vault(module_vault: LocalVault) -> LocalVault:
     """The module's one vault: each test gets its own empty project in it."""

@@ -124,13 +124,6 @@ def plain_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault
 
 
 @pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False
-        yield session
-
-
-@pytest.fixture
 def client(vault: LocalVault, http: requests.Session) -> Client:
     return project_of(vault, http)
 

@@ -13,6 +13,7 @@ from responses import matchers
 from support.fakes import BASE, FILES, FakeClock, file_record, make_config
 from support.loopback import Exchange, hang, json_answer, loopback_server
 from support.seeding import digest
+from support.sessions import call_once as call
 from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.server.protocol import build_server
@@ -54,12 +55,6 @@ def serve_note(mock: responses.RequestsMock, path: str, body: str | bytes, file_
         json={"files": [file_record(path, file_id, **record)]},
     )
     mock.get(f"{FILES}/{file_id}", body=body.encode() if isinstance(body, str) else body)
-
-
-async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-    async with Client(build_server(runner), mode="legacy") as client:
-        result = await client.call_tool(tool, arguments)
-    return result.content[0].text, result.is_error, result.structured_content
 
 
 # -- note_outline ---------------------------------------------------------------------------------
