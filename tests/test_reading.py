@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -338,14 +339,18 @@ async def test_a_batch_holds_1_to_20_paths(
 
 
 async def test_a_batch_shares_the_calls_one_budget() -> None:
+    clock = FakeClock()
+    # The lookups take 1.5 s of the call's clock, all at once: answered once all 8 are at the server.
+    at_once = threading.Barrier(8, action=lambda: clock.advance(1.5), timeout=GENEROUS)
+
     def slow_lookup(exchange: Exchange) -> None:
-        time.sleep(1.5)
+        at_once.wait()
         exchange.answer(200, b'{"files": []}')
 
     with loopback_server() as server:
         server.route("GET", "/api/projects/proj1/files", slow_lookup)
         config = make_config(base_url=server.url, call_budget=3.0, structured_content=True)
-        runner = ToolRunner(config, clock=SystemClock())
+        runner = ToolRunner(config, clock=clock)
         _, _, result = await call(runner, "read_notes", paths=[f"n{i}.md" for i in range(12)])
         lookups = server.requests_to("GET", "/api/projects/proj1/files")
     errors = [note["error"] for note in result["notes"]]
