@@ -138,7 +138,12 @@ def measure(count: int, work: Path, *, full: bool) -> dict[str, float]:
     try:
         host = StdioHost(
             [sys.executable, "-m", "teamvault_mcp"],
-            {**env, "TEAM_VAULT_CACHE_DIR": str(cache), "TEAM_VAULT_CALL_BUDGET": "600"},
+            {
+                **env,
+                "TEAM_VAULT_CACHE_DIR": str(cache),
+                "TEAM_VAULT_CALL_BUDGET": "600",
+                "TEAM_VAULT_STRUCTURED_CONTENT": "on",
+            },
         )
         host.initialize()
         if full:
