@@ -23,108 +23,31 @@ from __future__ import annotations
 
 import argparse
 import collections
-import hashlib
-import json
 import os
 import re
-import selectors
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.agents import Agent, call_all, initialize
+from support.seeding import put, text
+
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.localvault.store import Change
 
 AGENTS = 16
+#: Seconds an agent may take to answer: a storm of sixteen on a loaded machine takes long.
 PATIENCE = 300.0
-
-
-class Host:
-    """One MCP server process, spoken to in raw JSON-RPC lines; several calls may be in flight at once."""
-
-    def __init__(self, env: dict[str, str], cwd: str | None) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "teamvault_mcp"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=cwd,
-        )
-        self.next_id = 0
-        self.buffer = b""
-        self.answers: dict[int, dict[str, Any]] = {}
-
-    def send(self, method: str, params: dict[str, Any]) -> int:
-        self.next_id += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode() + b"\n")
-        self.process.stdin.flush()
-        return self.next_id
-
-    def answer(self, request_id: int) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + PATIENCE
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while request_id not in self.answers:
-                while b"\n" in self.buffer:
-                    line, self.buffer = self.buffer.split(b"\n", 1)
-                    message = json.loads(line)
-                    if "id" in message:
-                        self.answers[message["id"]] = message
-                if request_id in self.answers:
-                    break
-                if not selector.select(max(deadline - time.monotonic(), 0)):
-                    raise SystemExit("an agent did not answer in time")
-                chunk = os.read(self.process.stdout.fileno(), 65536)
-                if not chunk:
-                    raise SystemExit("an agent ended")
-                self.buffer += chunk
-        return self.answers.pop(request_id)
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.close()
-        self.process.wait()
-        self.process.stdout.close()
-
-
-def call_all(agents: list[Host], calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Every agent's call sent at once (agents on one host are its parallel calls); the results, in order."""
-    ids = [
-        a.send("tools/call", {"name": name, "arguments": args}) for a, (name, args) in zip(agents, calls, strict=True)
-    ]
-    return [agent.answer(request_id)["result"] for agent, request_id in zip(agents, ids, strict=True)]
-
-
-def put(vault: LocalVault, path: str, content: str) -> str:
-    store = vault.store
-    owner = store.owner_of(vault.project_id)
-    with store.write() as db:
-        change = Change(db, vault.project_id, owner)
-        files = store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
-        if files:
-            store.replace(change, files[0].id, content.encode())
-        else:
-            store.create(change, path, content.encode(), "text/markdown")
-    return hashlib.sha256(content.encode()).hexdigest()
-
-
-def content(vault: LocalVault, path: str) -> str:
-    files = vault.store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
-    return vault.store.content(vault.project_id, files[0].id)[1].decode()
 
 
 def entries(text: str) -> collections.Counter[str]:
     return collections.Counter(line for line in text.splitlines() if line.startswith("- entry"))
 
 
-def appenders(vault: LocalVault, agents: list[Host], trials: int) -> str:
+def appenders(vault: LocalVault, agents: list[Agent], trials: int) -> str:
     acknowledged = lost = failed = doubled = 0
     for trial in range(trials):
         path = f"append-{trial}.md"
@@ -134,7 +57,7 @@ def appenders(vault: LocalVault, agents: list[Host], trials: int) -> str:
             for n in range(len(agents))
         ]
         results = call_all(agents, calls)
-        final = entries(content(vault, path))
+        final = entries(text(vault, path))
         for number, result in enumerate(results):
             if result.get("isError"):
                 failed += 1
@@ -146,7 +69,7 @@ def appenders(vault: LocalVault, agents: list[Host], trials: int) -> str:
     return f"{acknowledged}/{total} acknowledged, {lost} of them missing, {failed} failed, {doubled} doubled lines"
 
 
-def pairs(vault: LocalVault, agents: list[Host], rounds: int) -> str:
+def pairs(vault: LocalVault, agents: list[Agent], rounds: int) -> str:
     both = lost = neither = 0
     for number in range(rounds):
         expected = put(vault, "pair.md", f"# Round {number}\na: open\nb: open\n")
@@ -162,7 +85,7 @@ def pairs(vault: LocalVault, agents: list[Host], rounds: int) -> str:
             for side in ("a", "b")
         ]
         won = [not result.get("isError") for result in call_all(agents[:2], calls)]
-        final = content(vault, "pair.md")
+        final = text(vault, "pair.md")
         both += all(won)
         neither += not any(won)
         lost += sum(
@@ -178,7 +101,7 @@ def read_hash(read: dict[str, Any]) -> str:
     return found.group(1) if found else str(read["structuredContent"]["contentHash"])
 
 
-def recipe(vault: LocalVault, agents: list[Host], trials: int) -> str:
+def recipe(vault: LocalVault, agents: list[Agent], trials: int) -> str:
     """The README's recipe, every agent at once: read, edit_note with that expectedHash, read again on a conflict."""
     acknowledged = lost = extra = calls_made = conflicts = rounds = 0
     started = time.perf_counter()
@@ -210,7 +133,7 @@ def recipe(vault: LocalVault, agents: list[Host], trials: int) -> str:
                     done.append(number)
                 else:
                     conflicts += 1
-        final = entries(content(vault, path))
+        final = entries(text(vault, path))
         acknowledged += len(done)
         lost += sum(1 for number in done if final[f"- entry {number}"] == 0)
         extra += sum(final.values()) - len(set(final))
@@ -222,7 +145,7 @@ def recipe(vault: LocalVault, agents: list[Host], trials: int) -> str:
     )
 
 
-def cost(vault: LocalVault, agents: list[Host]) -> str:
+def cost(vault: LocalVault, agents: list[Agent]) -> str:
     put(vault, "cost.md", "# Tasks\n- [ ] one\n")
     before = len(vault.faults.seen)
     call_all(agents[:1], [("edit_note", {"path": "cost.md", "edits": [{"oldText": "one", "newText": "two"}]})])
@@ -266,18 +189,9 @@ def main() -> None:
         if options.package:
             env["PYTHONPATH"] = options.package
         wanted = [layout(text) for text in options.layouts.split(",")] if options.layouts else [(AGENTS, 1)]
-        hosts = [Host(env, options.package) for _ in range(max(processes for processes, _ in wanted))]
-        for host in hosts:
-            host.answer(
-                host.send(
-                    "initialize",
-                    {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "bench", "version": "1"},
-                    },
-                )
-            )
+        count = max(processes for processes, _ in wanted)
+        hosts = [Agent(env, options.package, patience=PATIENCE) for _ in range(count)]
+        initialize(hosts, "bench")
         print(f"{len(hosts)} processes on {options.package or 'this checkout'}")
         trials = options.trials
         try:

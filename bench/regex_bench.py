@@ -39,6 +39,11 @@ from typing import Any
 import regex
 
 import teamvault_mcp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.children import start_local_vault
+
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
 
@@ -209,17 +214,6 @@ def seed(data: Path) -> None:
     print(f"   seeded: 20 notes of five 1,000-character lines, and a {len(big.encode()) / 1e6:.1f} MB note")
 
 
-def start_vault(data: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "teamvault_mcp", "local-vault", "--data", str(data), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    return process, dict(process.stdout.readline().rstrip("\n").split("=", 1) for _ in range(3))
-
-
 def summary(trips: list[float]) -> str:
     if not trips:
         return "no ping was answered before the call"
@@ -237,7 +231,7 @@ def pings(package: str | None) -> None:
     )
     with tempfile.TemporaryDirectory() as work:
         seed(Path(work) / "vault")
-        vault, env = start_vault(Path(work) / "vault")
+        vault, env = start_local_vault(Path(work) / "vault")
         child_env = {**os.environ, **env, "TEAM_VAULT_CACHE_DIR": str(Path(work) / "cache")}
         if package:
             child_env["PYTHONPATH"] = os.pathsep.join([package, child_env.get("PYTHONPATH", "")])

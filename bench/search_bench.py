@@ -22,7 +22,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,10 @@ from pathlib import Path
 
 import requests
 from stdio_client import StdioHost
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.children import start_local_vault
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
@@ -101,18 +104,6 @@ def seed(data_dir: Path, count: int) -> None:
                 vault.store.create(change, f"{folder}/note {number:05d}.md", note_text(rng, number).encode(), None)
 
 
-def start_vault(data_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "teamvault_mcp", "local-vault", "--data", str(data_dir), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    env = dict(process.stdout.readline().rstrip("\n").split("=", 1) for _ in range(3))
-    return process, env
-
-
 def direct_downloads(env: dict[str, str]) -> float:
     """Seconds to download every note with 8 concurrent requests sessions (the listing included)."""
     files = f"{env['TEAM_VAULT_URL']}/api/projects/{env['TEAM_VAULT_PROJECT_ID']}/files"
@@ -142,12 +133,17 @@ def measure(count: int, work: Path, *, full: bool) -> dict[str, float]:
     started = time.perf_counter()
     seed(data, count)
     print(f"  {count:,} notes seeded in {time.perf_counter() - started:.1f} s", flush=True)
-    vault, env = start_vault(data)
+    vault, env = start_local_vault(data)
     figures: dict[str, float] = {}
     try:
         host = StdioHost(
             [sys.executable, "-m", "teamvault_mcp"],
-            {**env, "TEAM_VAULT_CACHE_DIR": str(cache), "TEAM_VAULT_CALL_BUDGET": "600"},
+            {
+                **env,
+                "TEAM_VAULT_CACHE_DIR": str(cache),
+                "TEAM_VAULT_CALL_BUDGET": "600",
+                "TEAM_VAULT_STRUCTURED_CONTENT": "on",
+            },
         )
         host.initialize()
         if full:

@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,10 @@ from typing import Any
 
 from replace_bench import generated_notes
 from stdio_client import StdioHost
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.children import start_local_vault
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
@@ -114,25 +117,13 @@ def seed(data_dir: Path, notes: dict[str, str]) -> None:
                 vault.store.create(change, path, text.encode(), None)
 
 
-def start_vault(data_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "teamvault_mcp", "local-vault", "--data", str(data_dir), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    env = dict(process.stdout.readline().rstrip("\n").split("=", 1) for _ in range(3))
-    return process, env
-
-
 class Served:
     """A seeded local vault process and a teamvault-mcp stdio child on it."""
 
     def __init__(self, work: Path, name: str, notes: dict[str, str]) -> None:
         self.data, self.cache = work / f"vault-{name}", work / f"cache-{name}"
         seed(self.data, notes)
-        self.vault, env = start_vault(self.data)
+        self.vault, env = start_local_vault(self.data)
         self.host = StdioHost(
             [sys.executable, "-m", "teamvault_mcp"],
             {**env, "TEAM_VAULT_CACHE_DIR": str(self.cache), "TEAM_VAULT_CALL_BUDGET": "600"},

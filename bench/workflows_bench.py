@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from races_bench import Host, call_all  # (run from the project root: bench/ is on the path)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.agents import Agent, call_all, initialize
+from support.seeding import text as text_of
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
@@ -68,11 +72,6 @@ def seed(vault: LocalVault) -> None:
     (old,) = store.list_files(project, path="old.md", prefix=None, include_deleted=False)
     with store.write() as db:
         store.delete(Change(db, project, bob), old.id)
-
-
-def text_of(vault: LocalVault, path: str) -> str:
-    files = vault.store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
-    return vault.store.content(vault.project_id, files[0].id)[1].decode()
 
 
 #: A task: its calls (tool, arguments), and the check of the outcome (the vault, and every answer's text).
@@ -181,7 +180,7 @@ TASKS: list[Task] = [
 ]
 
 
-def answer(host: Host, tool: str, arguments: dict[str, Any]) -> str:
+def answer(host: Agent, tool: str, arguments: dict[str, Any]) -> str:
     """The text of one call's answer (all that a text-only agent reads)."""
     (result,) = call_all([host], [(tool, arguments)])
     return "".join(part.get("text", "") for part in result.get("content", []))
@@ -205,9 +204,8 @@ def main() -> None:
         }
         if options.package:
             env["PYTHONPATH"] = options.package
-        host = Host(env, options.package)
-        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
-        host.answer(host.send("initialize", hello))
+        host = Agent(env, options.package, patience=300.0)
+        initialize([host], "bench")
         print(f"on {options.package or 'this checkout'}")
         done = calls = size = 0
         for name, steps, check in TASKS:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import responses
 from support.fakes import API_KEY, BASE, FakeClock
 from support.network_guard import (  # noqa: F401  (hooks imported here are registered by pytest)
@@ -16,6 +18,7 @@ from support.network_guard import (  # noqa: F401  (hooks imported here are regi
     watch_mock,
 )
 
+from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, RetryPolicy
 
@@ -43,6 +46,34 @@ def _restore_logging() -> Iterator[None]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[LocalVault]:
+    """A running local vault of the test's own, empty, in ``tmp_path / "vault"``.
+
+    A file whose tests need more builds on it under the same name and says what it adds
+    (``def vault(vault): seed(vault, …); return vault``); one that shares a vault across its
+    tests asks for :func:`module_vault` the same way.
+    """
+    with LocalVault(tmp_path / "vault") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def module_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
+    """One running local vault for every test of a module (starting one per test is slow): its tests keep
+    apart by project or by path, or set the state they need."""
+    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
+        yield running
+
+
+@pytest.fixture
+def http() -> Iterator[requests.Session]:
+    """A ``requests`` session for speaking to a local vault straight, without the package."""
+    with requests.Session() as session:
+        session.trust_env = False  # loopback only: no proxy from the environment
+        yield session
 
 
 @pytest.fixture

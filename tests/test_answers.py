@@ -9,7 +9,6 @@ only the tools registered; the team's own instructions note; the lighter tool li
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
@@ -18,6 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from support.seeding import digest
 from support.sessions import Session, open_session, runner_on, session_on
 from support.waiting import GENEROUS, assert_within
 
@@ -48,10 +48,6 @@ Run the failover drill every quarter.
 
 What goes in and what comes out.
 """
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,6 @@ from teamvault_mcp.server.runner import ToolRunner
 
 FILES = "/api/projects/*/files"
 CACHE_OFF = {"TEAM_VAULT_CACHE_DIR": "off"}  # a test never writes to the user's cache
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
 
 
 def as_read(text: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 import urllib3.response
 from mcp import Client
 from support.fakes import PROJECT, FakeClock, file_record, make_config
-from support.loopback import Exchange, hang, json_answer, loopback_server
+from support.loopback import Exchange, hang, json_answer, loopback_server, on_arrival
 from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.errors import CallCancelledError, NetworkError
@@ -122,11 +122,10 @@ def test_a_late_cancel_never_reaches_a_connection_another_call_now_uses() -> Non
 def test_a_connection_of_a_cancelled_attempt_never_goes_back_to_the_pool() -> None:
     with loopback_server() as server:
         server.route("GET", "/ok", json_answer(200, {"ok": True}))
-        server.route("GET", "/hang", hang(seconds=120))
-        pool = HttpPool(server.url)
         token = CancelToken()
+        server.route("GET", "/hang", on_arrival(token.cancel, hang(seconds=120)))  # cancelled as it waits
+        pool = HttpPool(server.url)
         HttpSession(CancelToken(), pool).send("GET", server.url + "/ok", api_path="/ok", limit=5, headers={})
-        threading.Timer(0.2, token.cancel).start()
         with pytest.raises(CallCancelledError):  # only the cancel can end it: the limit is 60 s, the hang 120 s
             HttpSession(token, pool).send("GET", server.url + "/hang", api_path="/hang", limit=60, headers={})
         HttpSession(CancelToken(), pool).send("GET", server.url + "/ok", api_path="/ok", limit=5, headers={})

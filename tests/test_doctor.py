@@ -39,12 +39,6 @@ def run(environ: dict[str, str], **options: Any) -> tuple[dict[str, Check], bool
     return {check.name: check for check in checks}, doctor.ok
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
-
-
 def test_a_healthy_setup_passes_every_check(vault: LocalVault) -> None:
     seed(vault, "notes/a.md", "x\n", "text/markdown")
     checks, ok = run(env_for(vault))

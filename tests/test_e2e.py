@@ -30,12 +30,6 @@ FILES = "/api/projects/*/files"
 FILE = "/api/projects/*/files/*"
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Any:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
-
-
 @asynccontextmanager
 async def mcp_over_stdio(args: list[str], env: dict[str, str]) -> AsyncIterator[Client]:
     env = {"TEAM_VAULT_CACHE_DIR": "off", **env}  # a test never writes to the user's cache

@@ -12,7 +12,6 @@ seed makes a failure reproducible: the assertion message names the call.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -23,7 +22,8 @@ import pytest
 import requests
 import responses
 from mcp import Client
-from support.fakes import API_KEY, BASE, PROJECT, FakeClock, make_config
+from support.fakes import API_KEY, BASE, PROJECT, FakeClock, file_record, make_config
+from support.seeding import digest
 
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
@@ -125,23 +125,9 @@ RETRY_AFTERS = [
 ]
 
 
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def record(path: str, file_id: str, content: bytes) -> dict[str, Any]:
-    return {
-        "id": file_id,
-        "path": path,
-        "fileType": "TEXT",
-        "contentHash": digest(content),
-        "size": str(len(content)),
-        "mimeType": "text/markdown",
-        "deletedAt": None,
-        "createdAt": "2026-11-30T10:00:00.000Z",
-        "updatedAt": "2026-11-30T10:00:00.000Z",
-        "lastModifiedById": "u1",
-    }
+    """The file record of a note holding ``content``, its hash and size true."""
+    return file_record(path, file_id, contentHash=digest(content), size=str(len(content)))
 
 
 class HostileServer:

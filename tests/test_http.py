@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from support.loopback import drip, hang, json_answer, loopback_server
+from support.loopback import drip, hang, json_answer, loopback_server, on_arrival
 from support.waiting import GENEROUS, assert_within, wait_until
 
 from teamvault_mcp.errors import AttemptTimeoutError, CallCancelledError, NetworkError
@@ -20,10 +19,10 @@ def send(session: HttpSession, url: str, limit: float = 10.0) -> bytes:
     return session.send("GET", url, api_path="/slow", limit=limit, headers={}).body
 
 
-def cancel_after(token: CancelToken, seconds: float) -> threading.Thread:
-    timer = threading.Timer(seconds, token.cancel)
-    timer.start()
-    return timer
+def cancel_once(token: CancelToken, sent: int, after: int) -> None:
+    """A drip's ``on_sent``: cancel as the ``after``-th body byte has gone out (the client is reading the body)."""
+    if sent == after:
+        token.cancel()
 
 
 def test_a_server_dripping_bytes_cannot_hold_an_attempt_past_its_limit() -> None:
@@ -54,28 +53,27 @@ def test_waiting_for_headers_is_bounded_by_the_attempt_limit() -> None:
 
 def test_cancel_shuts_the_socket_while_waiting_for_headers() -> None:
     with loopback_server() as server:
-        server.route("GET", "/hang", hang(seconds=120))
         token = CancelToken()
+        server.route("GET", "/hang", on_arrival(token.cancel, hang(seconds=120)))  # cancelled as it waits
         session = HttpSession(token, HttpPool(LOCAL))
-        cancel_after(token, 0.2)
         started = time.monotonic()
         with pytest.raises(CallCancelledError):  # the limit is 120 s and the server would answer after 120 s
             send(session, server.url + "/hang", limit=120)
-        assert_within(time.monotonic() - started, 0.2 + GENEROUS, "a cancel after 0.2 s")
+        assert_within(time.monotonic() - started, GENEROUS, "a cancel once the request arrived")
         exchange = server.requests_to("GET", "/hang")[0]
         wait_until(lambda: exchange.disconnected_at is not None, "the server noticing the closed socket")
 
 
 def test_cancel_shuts_the_socket_while_reading_the_body() -> None:
     with loopback_server() as server:
-        server.route("GET", "/drip", drip(interval=0.05))
         token = CancelToken()
+        # Cancelled once four bytes of the body have gone out (0.15 s after the head, as the client reads them).
+        server.route("GET", "/drip", drip(interval=0.05, on_sent=lambda sent: cancel_once(token, sent, after=4)))
         session = HttpSession(token, HttpPool(LOCAL))
-        cancel_after(token, 0.2)
         started = time.monotonic()
         with pytest.raises(CallCancelledError):  # the limit is 120 s, the drip 500 s
             send(session, server.url + "/drip", limit=120)
-        assert_within(time.monotonic() - started, 0.2 + GENEROUS, "a cancel after 0.2 s")
+        assert_within(time.monotonic() - started, GENEROUS, "a cancel while the body drips")
 
 
 def test_an_attempt_after_cancel_never_touches_the_network() -> None:

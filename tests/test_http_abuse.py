@@ -10,7 +10,6 @@ import json
 import socket
 from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -20,12 +19,6 @@ from support.waiting import GENEROUS, wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.server.http import HttpService
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
 
 
 def _slow_sockets(service: HttpService, count: int, stack: ExitStack) -> list[socket.socket]:

@@ -27,12 +27,6 @@ def seed_in(vault: LocalVault, project_id: str, path: str, content: str) -> None
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
-
-
-@pytest.fixture
 def alice(vault: LocalVault) -> LocalUser:
     return vault.add_user("alice@example.com", "Alice", roles={"alpha": "EDITOR"})
 

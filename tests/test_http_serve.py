@@ -27,12 +27,6 @@ pytestmark = pytest.mark.anyio
 FILES = "/api/projects/*/files"
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
-
-
 #: A budget and attempt limit far beyond every wait of these tests: only a cancel can end a hanging request.
 PATIENT = {"call_budget": 300.0, "attempt_timeout": 300.0}
 

@@ -173,18 +173,10 @@ def multipart(boundary: str, path: str, content: bytes, mime: str = "text/markdo
     return f"multipart/form-data; boundary={boundary}", body
 
 
-@pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False  # loopback only: no proxy from the environment
-        yield session
-
-
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    """One running vault per module; each test gets its own empty project in it (starting a vault per test is slow)."""
-    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: each test gets its own empty project in it."""
+    return module_vault
 
 
 def fresh_project(vault: LocalVault, session: requests.Session) -> Api:

@@ -97,9 +97,9 @@ def assert_error(response: Any, status: int, code: str | None, message: str | No
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: each test gets its own project in it."""
+    return module_vault
 
 
 @pytest.fixture

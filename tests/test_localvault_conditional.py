@@ -111,9 +111,9 @@ def project_of(vault: LocalVault, session: requests.Session) -> Client:
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: its conditional writes on."""
+    return module_vault
 
 
 @pytest.fixture(scope="module")
@@ -121,13 +121,6 @@ def plain_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault
     """The extension switched off: the vault behaves as the public server does."""
     with LocalVault(tmp_path_factory.mktemp("plain"), conditional_writes=False) as running:
         yield running
-
-
-@pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False
-        yield session
 
 
 @pytest.fixture

@@ -177,17 +177,10 @@ def query(path: str) -> str:
     return "?path=" + quote(path, safe="")
 
 
-@pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False  # loopback only: no proxy from the environment
-        yield session
-
-
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("vault")) as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: each test gets its own empty project in it."""
+    return module_vault
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,6 @@ from teamvault_mcp.localvault import LocalVault
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 10.0
 ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
-
-
-@pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False
-        yield session
 
 
 def sha256_hex(text: str) -> str:

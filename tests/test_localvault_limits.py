@@ -12,7 +12,6 @@ import select
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,13 +71,6 @@ def closed_by_vault(sock: socket.socket, within: float = TIMEOUT) -> bool:
 def still_open(sock: socket.socket) -> bool:
     """Nothing (no end of file) waiting on ``sock`` right now."""
     return not select.select([sock], [], [], 0)[0]
-
-
-@pytest.fixture
-def http() -> Iterator[requests.Session]:
-    with requests.Session() as session:
-        session.trust_env = False
-        yield session
 
 
 # -- the default cap -----------------------------------------------------------------------------------

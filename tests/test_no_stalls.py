@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,10 @@ from mcp import Client
 from support.seeding import colleague_writes, seed
 from support.sessions import runner_on
 from support.waiting import GENEROUS, await_until
+from support.warming import hold_archives_until, search_beside_the_warm_up, sync_of
 
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.server.protocol import build_server
-from teamvault_mcp.server.runner import ToolRunner
 
 pytestmark = pytest.mark.anyio
 
@@ -41,49 +40,11 @@ REPEATS = 6
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        for number in range(NOTES):
-            seed(running, f"a/n{number}.md", f"# Note {number}\n\nThe needle is in note {number}.\n")
-        yield running
-
-
-async def search_beside_the_warm_up(
-    runner: ToolRunner, vault: LocalVault, searching: threading.Event | None = None
-) -> dict[str, Any]:
-    """A search sent while the warm-up runs; ``searching`` is set once the call waits in the warm-up's sync
-    (so it meets the archive in flight, whenever that lands). Its result's data, and the progress it reported."""
-    progress: list[float] = []
-    result: dict[str, Any] = {}
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append(done)
-
-    async with Client(build_server(runner), mode="legacy") as client, anyio.create_task_group() as group:
-
-        async def search() -> None:
-            answer = await client.call_tool("search_notes", {"query": "needle"}, progress_callback=on_progress)
-            result.update(answer.structured_content or {"error": answer.content[0].text})
-
-        group.start_soon(search)
-        if searching is not None:
-            sync = await _sync_of(runner, vault)
-            await await_until(lambda: sync.participants() == 2, "the search joining the warm-up's sync")
-            searching.set()
-    return {**result, "progress": progress}
-
-
-def refuse_archives_once_searching(vault: LocalVault, searching: threading.Event, *, refuse: bool) -> None:
-    """The vault answers an archive request only once ``searching`` is set: 404 (``refuse``, as a server
-    without the route answers, and its probe too) or the archive."""
-
-    def chooser(method: str, path: str) -> Fault | None:
-        if not fnmatch.fnmatchcase(path, ARCHIVE):
-            return None
-        assert searching.wait(GENEROUS), "the search never joined the sync (or the machine is too slow)"
-        return Fault.answer(404) if refuse else None
-
-    vault.faults.chooser = chooser
+def vault(vault: LocalVault) -> LocalVault:
+    """The test's vault, seeded with ``NOTES`` notes under ``a/``, each holding the needle."""
+    for number in range(NOTES):
+        seed(vault, f"a/n{number}.md", f"# Note {number}\n\nThe needle is in note {number}.\n")
+    return vault
 
 
 @pytest.mark.parametrize("refuse", [True, False], ids=["no archive route", "archives"])
@@ -91,7 +52,7 @@ async def test_a_search_meeting_the_warm_ups_archive_is_complete_and_reports_pro
     vault: LocalVault, tmp_path: Path, refuse: bool
 ) -> None:
     searching = threading.Event()
-    refuse_archives_once_searching(vault, searching, refuse=refuse)
+    hold_archives_until(vault, searching, refuse=refuse)
     runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=BUDGET, structured_content=True)
     try:
         runner.start_warm_up()
@@ -160,7 +121,7 @@ async def test_a_note_changed_between_the_two_listings_is_downloaded_once(tmp_pa
                     found.append(await client.call_tool("search_notes", {"query": "needle changed"}))
 
                 group.start_soon(search)
-                sync = await _sync_of(runner, vault)
+                sync = await sync_of(runner, vault)
                 await await_until(lambda: sync.participants() == 2, "the search joining the warm-up's sync")
                 release.set()
         finally:
@@ -168,8 +129,3 @@ async def test_a_note_changed_between_the_two_listings_is_downloaded_once(tmp_pa
     result = found[0].structured_content
     assert (result["totalNotes"], result["partial"], result["hits"][0]["path"]) == (1, False, "b/n0.md")
     assert len(asked) == 1  # one download of the note, for both
-
-
-async def _sync_of(runner: ToolRunner, vault: LocalVault) -> Any:
-    await await_until(lambda: runner.sync.existing(vault.project_id) is not None, "the warm-up's sync")
-    return runner.sync.existing(vault.project_id)

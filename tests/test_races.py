@@ -8,97 +8,28 @@ cannot) and once with them on. Checked by counting, never by timing.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import selectors
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from support.agents import Agent, call_all, initialize, text_of
+from support.seeding import put, text
 
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.localvault.store import Change
 from teamvault_mcp.tools.writing.history import to_keep
 from teamvault_mcp.vault.client import VaultVersion
 
 AGENTS = 16
 ROUNDS = 40
 RECIPE_AGENTS = 8
-#: Seconds a child may take to answer; only a machine far too slow for the suite needs more.
-PATIENCE = 120.0
-
-
-class Agent:
-    """One ``teamvault-mcp`` process over stdio, spoken to in raw JSON-RPC lines."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "teamvault_mcp"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        self.next_id = 0
-        self._buffer = b""
-
-    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
-        self.next_id += 1
-        self._write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
-        return self.next_id
-
-    def notify(self, method: str) -> None:
-        self._write({"jsonrpc": "2.0", "method": method})
-
-    def _write(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def answer(self, request_id: int) -> dict[str, Any]:
-        """The response to ``request_id`` (notifications before it are skipped)."""
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + PATIENCE
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while True:
-                while b"\n" in self._buffer:
-                    line, self._buffer = self._buffer.split(b"\n", 1)
-                    message = json.loads(line)
-                    if message.get("id") == request_id:
-                        return dict(message)
-                left = deadline - time.monotonic()
-                assert left > 0, f"no answer within {PATIENCE:g} s: the machine is too slow for this test"
-                if selector.select(left):
-                    chunk = os.read(self.process.stdout.fileno(), 65536)
-                    assert chunk, "the MCP server process ended"
-                    self._buffer += chunk
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=PATIENCE)
-        self.process.stdout.close()
-
-
-def call_all(agents: list[Agent], calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Send every agent its call at once, then collect the results (in agent order)."""
-    ids = [
-        agent.send("tools/call", {"name": name, "arguments": arguments})
-        for agent, (name, arguments) in zip(agents, calls, strict=True)
-    ]
-    return [agent.answer(request_id)["result"] for agent, request_id in zip(agents, ids, strict=True)]
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path_factory.mktemp("races") / "vault") as running:
-        yield running
+def vault(module_vault: LocalVault) -> LocalVault:
+    """The module's one vault: the agents' processes start once for all its tests."""
+    return module_vault
 
 
 @pytest.fixture(params=[False, True], ids=["history", "conditional"])
@@ -122,39 +53,11 @@ def agents(vault: LocalVault, tmp_path_factory: pytest.TempPathFactory) -> Itera
     }
     started = [Agent(env) for _ in range(AGENTS)]
     try:
-        handshakes = [
-            agent.send(
-                "initialize",
-                {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "race", "version": "1"}},
-            )
-            for agent in started
-        ]
-        for agent, request_id in zip(started, handshakes, strict=True):
-            agent.answer(request_id)
-            agent.notify("notifications/initialized")
+        initialize(started, "race")
         yield started
     finally:
         for agent in started:
             agent.close()
-
-
-def put(vault: LocalVault, path: str, content: str) -> str:
-    """Set a note's content straight in the vault; returns its contentHash."""
-    store = vault.store
-    owner = store.owner_of(vault.project_id)
-    with store.write() as db:
-        change = Change(db, vault.project_id, owner)
-        files = store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
-        if files:
-            store.replace(change, files[0].id, content.encode())
-        else:
-            store.create(change, path, content.encode(), "text/markdown")
-    return hashlib.sha256(content.encode()).hexdigest()
-
-
-def content(vault: LocalVault, path: str) -> str:
-    files = vault.store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
-    return vault.store.content(vault.project_id, files[0].id)[1].decode()
 
 
 def history_of(vault: LocalVault, path: str) -> list[str]:
@@ -162,10 +65,6 @@ def history_of(vault: LocalVault, path: str) -> list[str]:
     file_id = store.list_files(project, path=path, prefix=None, include_deleted=False)[0].id
     versions = sorted(store.versions(project, file_id), key=lambda v: v["versionNumber"])
     return [store.version_content(project, file_id, v["id"]).decode() for v in versions]
-
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
 def test_sixteen_agents_appending_at_once_all_keep_their_line(
@@ -179,7 +78,7 @@ def test_sixteen_agents_appending_at_once_all_keep_their_line(
     results = call_all(agents, calls)
     failed = [text_of(result) for result in results if result.get("isError")]
     assert not failed, failed
-    lines = content(vault, "log.md").splitlines()
+    lines = text(vault, "log.md").splitlines()
     assert sorted(line for line in lines if line.startswith("- entry")) == sorted(f"- entry {n}" for n in range(AGENTS))
 
 
@@ -204,7 +103,7 @@ def test_two_agents_racing_with_one_expected_hash_never_both_win(
         ]
         results = call_all(agents[:2], calls)
         won = [not result.get("isError") for result in results]
-        final = content(vault, "race.md")
+        final = text(vault, "race.md")
         assert sum(won) <= 1, (round_number, final, [text_of(r) for r in results])
         for side, success in zip(("a", "b"), won, strict=True):
             assert (f"{side}: done" in final) == success, (round_number, side, final, [text_of(r) for r in results])
@@ -243,14 +142,14 @@ def test_the_readme_recipe_read_edit_with_the_hash_retry_on_conflict_gets_everyo
         for number, result in zip(list(pending), results, strict=True):
             if not result.get("isError"):
                 del pending[number]
-                assert f"- entry {number}" in content(vault, "recipe.md"), (  # a success is in the note at once
+                assert f"- entry {number}" in text(vault, "recipe.md"), (  # a success is in the note at once
                     [text_of(r) for r in results],
                     history_of(vault, "recipe.md"),
                 )
             else:
                 assert text_of(result).startswith("Conflict"), text_of(result)
     assert not pending, f"agents {sorted(pending)} never got their edit in"
-    lines = content(vault, "recipe.md").splitlines()
+    lines = text(vault, "recipe.md").splitlines()
     assert set(lines[1:]) == {f"- entry {n}" for n in range(RECIPE_AGENTS)}
     if vault.state.conditional_writes:
         assert len(lines[1:]) == RECIPE_AGENTS  # exactly once each: a losing attempt never wrote anything

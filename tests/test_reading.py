@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import threading
 import time
 from typing import Any
 
@@ -13,6 +13,8 @@ from mcp import Client
 from responses import matchers
 from support.fakes import BASE, FILES, FakeClock, file_record, make_config
 from support.loopback import Exchange, hang, json_answer, loopback_server
+from support.seeding import digest
+from support.sessions import call_once as call
 from support.waiting import GENEROUS, assert_within, await_until
 
 from teamvault_mcp.server.protocol import build_server
@@ -37,10 +39,6 @@ Two.
 """
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def header(text: str) -> str:
     """The line read_note puts above what it read of a note with this content."""
     return f"[contentHash: {digest(text)[:12]}]\n"
@@ -58,12 +56,6 @@ def serve_note(mock: responses.RequestsMock, path: str, body: str | bytes, file_
         json={"files": [file_record(path, file_id, **record)]},
     )
     mock.get(f"{FILES}/{file_id}", body=body.encode() if isinstance(body, str) else body)
-
-
-async def call(runner: ToolRunner, tool: str, **arguments: Any) -> tuple[str, bool, Any]:
-    async with Client(build_server(runner), mode="legacy") as client:
-        result = await client.call_tool(tool, arguments)
-    return result.content[0].text, result.is_error, result.structured_content
 
 
 # -- note_outline ---------------------------------------------------------------------------------
@@ -347,14 +339,18 @@ async def test_a_batch_holds_1_to_20_paths(
 
 
 async def test_a_batch_shares_the_calls_one_budget() -> None:
+    clock = FakeClock()
+    # The lookups take 1.5 s of the call's clock, all at once: answered once all 8 are at the server.
+    at_once = threading.Barrier(8, action=lambda: clock.advance(1.5), timeout=GENEROUS)
+
     def slow_lookup(exchange: Exchange) -> None:
-        time.sleep(1.5)
+        at_once.wait()
         exchange.answer(200, b'{"files": []}')
 
     with loopback_server() as server:
         server.route("GET", "/api/projects/proj1/files", slow_lookup)
         config = make_config(base_url=server.url, call_budget=3.0, structured_content=True)
-        runner = ToolRunner(config, clock=SystemClock())
+        runner = ToolRunner(config, clock=clock)
         _, _, result = await call(runner, "read_notes", paths=[f"n{i}.md" for i in range(12)])
         lookups = server.requests_to("GET", "/api/projects/proj1/files")
     errors = [note["error"] for note in result["notes"]]

@@ -255,10 +255,10 @@ def schema_session(vault: LocalVault, **config: Any) -> AbstractAsyncContextMana
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Any:
-    with LocalVault(tmp_path / "vault") as running:
-        seed(running, "schemas/recipe.md", RECIPE)
-        yield running
+def vault(vault: LocalVault) -> LocalVault:
+    """The test's vault, seeded with the recipe schema note."""
+    seed(vault, "schemas/recipe.md", RECIPE)
+    return vault
 
 
 @pytest.mark.anyio

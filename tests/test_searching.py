@@ -45,9 +45,9 @@ class Vault:
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Any:
-    with LocalVault(tmp_path / "vault") as running:
-        yield Vault(running, tmp_path / "cache")
+def vault(vault: LocalVault, tmp_path: Path) -> Vault:
+    """The test's vault, with runners on it that cache in ``tmp_path / "cache"``."""
+    return Vault(vault, tmp_path / "cache")
 
 
 async def write(runner: ToolRunner, path: str, content: str) -> None:
@@ -244,8 +244,6 @@ async def test_search_arguments_are_checked(vault: Vault) -> None:
 
 def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vault) -> None:
     # Over MCP the SDK drops the answer to a cancelled call; the `call` command and any other caller keep it.
-    import threading
-
     from teamvault_mcp.tools.search import search_notes
     from teamvault_mcp.vault.client import TeamVaultClient
     from teamvault_mcp.vault.interrupt import CancelToken
@@ -254,13 +252,19 @@ def test_a_cancel_mid_search_leaves_a_partial_answer_not_an_exception(vault: Vau
     runner = vault.runner()
     for i in range(12):
         anyio.run(write, runner, f"n{i:02d}.md", f"needle {i}\n")
-    vault.vault.faults.chooser = lambda method, path: Fault.delay(0.3) if path.count("/") == 5 else None
     token, budget = CancelToken(), Budget(30, SystemClock())
+
+    def slow_downloads(method: str, path: str) -> Fault | None:
+        if path.count("/") != 5:
+            return None
+        token.cancel()  # a download has reached the vault: the search is under way
+        return Fault.delay(0.3)
+
+    vault.vault.faults.chooser = slow_downloads
     client = TeamVaultClient(
         vault.vault.url, vault.vault.api_key, budget=budget, token=token, clock=SystemClock(), policy=FAST
     )
     context = runner.workspace.context(client, budget, token)
-    threading.Timer(0.5, token.cancel).start()
     output = search_notes(context, {"query": "needle"})
     client.close()
     vault.vault.faults.chooser = None
@@ -290,8 +294,8 @@ async def test_pings_are_answered_while_the_regex_engine_is_inside_a_long_match(
         requests_before = len(vault.vault.faults.seen)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(search)
-            while len(vault.vault.faults.seen) == requests_before:  # the search has asked for the listing
-                await anyio.sleep(0.001)
+            # Pinging from when the search has asked for the listing.
+            await await_until(lambda: len(vault.vault.faults.seen) > requests_before, "the search's listing")
             while "search answered" not in events:
                 await client.send_ping()
                 events.append("ping answered")

@@ -24,10 +24,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 from support.sessions import runner_on
+from support.waiting import await_until
 
 from teamvault_mcp.errors import UNCERTAIN_WRITE_HINT
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -78,11 +78,7 @@ def chaos(rng: random.Random) -> Any:
 
 async def settled(vault: LocalVault) -> None:
     """Wait until no write is in flight in the vault: an attempt the client gave up on may still land."""
-    for _ in range(500):
-        if not vault.state.in_flight:
-            return
-        await anyio.sleep(0.01)
-    raise AssertionError("a write stayed in flight for 5 s")
+    await await_until(lambda: not vault.state.in_flight, "the vault's writes in flight landing", limit=5.0)
 
 
 def actual_state(vault: LocalVault) -> dict[str, str]:

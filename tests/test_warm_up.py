@@ -6,7 +6,7 @@ local vault saw, never through timings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
 from pathlib import Path
 
 import anyio
@@ -15,6 +15,7 @@ from mcp import Client
 from support.seeding import digest, seed
 from support.sessions import call_once, runner_on
 from support.waiting import await_until, wait_until
+from support.warming import archive_requests, hold_archives_until, search_beside_the_warm_up
 
 from teamvault_mcp.config import load_config
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -31,12 +32,12 @@ def note(number: int) -> bytes:
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        for number in range(10):
-            seed(running, f"a/n{number}.md", note(number))
-            seed(running, f"b/n{number}.md", note(number + 10))
-        yield running
+def vault(vault: LocalVault) -> LocalVault:
+    """The test's vault, seeded with ten notes under ``a/`` and ten under ``b/``."""
+    for number in range(10):
+        seed(vault, f"a/n{number}.md", note(number))
+        seed(vault, f"b/n{number}.md", note(number + 10))
+    return vault
 
 
 def warmed(runner: ToolRunner) -> None:
@@ -172,23 +173,16 @@ async def test_the_warm_up_starts_no_download_while_a_call_runs(vault: LocalVaul
 async def test_a_search_during_the_warm_up_waits_for_the_notes_in_flight_and_reports_progress(
     vault: LocalVault, tmp_path: Path
 ) -> None:
-    vault.faults.add("GET", ARCHIVE, Fault.drip(0.01), times=2)  # the warm-up's archives come slowly
+    searching = threading.Event()
+    hold_archives_until(vault, searching, refuse=False)  # the warm-up's archives land once the search waits
     runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
-    progress: list[float] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append(done)
-
     try:
         report = runner.start_warm_up()
-        await await_until(lambda: len(vault.faults.injected) == 2, "both archives on their way")
-        async with Client(build_server(runner), mode="legacy") as client:
-            result = await client.call_tool("search_notes", {"query": "needle"}, progress_callback=on_progress)
-        assert not result.is_error
-        assert result.structured_content is not None
-        assert (result.structured_content["totalNotes"], result.structured_content["partial"]) == (20, False)
+        await await_until(lambda: archive_requests(vault) == 2, "both archives on their way")
+        result = await search_beside_the_warm_up(runner, vault, searching)
+        assert (result.get("totalNotes"), result.get("partial")) == (20, False), result
         assert sorted(requests(vault)) == ["archive", "archive", "listing", "listing"]  # nothing fetched twice
-        assert progress and progress[-1] == 20
+        assert result["progress"] and result["progress"][-1] == 20
         await await_until(report.done.is_set, "the warm-up ending")
     finally:
         runner.close()

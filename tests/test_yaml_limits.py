@@ -5,7 +5,6 @@ written; the call's budget holds for the CPU work of parsing too (a clock that m
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -227,12 +226,6 @@ class TickingClock(FakeClock):
 def limited_session(vault: LocalVault, **options: Any) -> AbstractAsyncContextManager[Session]:
     """A session on ``vault`` whose calls get 10 s unless ``options`` say otherwise (``clock``, configuration)."""
     return session_on(vault, **{"call_budget": 10.0, **options})
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Any:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
 
 
 @pytest.mark.anyio

@@ -30,6 +30,7 @@ from typing import IO, Any
 
 import anyio
 import pytest
+from support.waiting import wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.tools.table import tools_for
@@ -77,12 +78,6 @@ def node() -> str:
     pytest.skip(f"interop tests skipped: {reason}")
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Iterator[LocalVault]:
-    with LocalVault(tmp_path / "vault") as running:
-        yield running
-
-
 def server_env(vault: LocalVault) -> dict[str, str]:
     return {
         "TEAM_VAULT_URL": vault.url,
@@ -97,13 +92,6 @@ def server_env(vault: LocalVault) -> dict[str, str]:
 def stored(vault: LocalVault, path: str) -> bytes | None:
     files = vault.store.list_files(vault.project_id, path=path, prefix=None, include_deleted=False)
     return vault.store.content(vault.project_id, files[0].id)[1] if files else None
-
-
-def wait_until(condition: Callable[[], Any], seconds: float, failure: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, failure
-        time.sleep(0.002)
 
 
 class SdkClient:
@@ -256,7 +244,7 @@ def test_ts_sdk_abort_stops_the_vault_request_at_once_and_the_server_keeps_servi
     client = sdk()
     vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=60))
     started = client("start", name="read_note", arguments={"path": "slow.md"})
-    wait_until(lambda: vault.faults.injected, 20, "read_note never reached the vault (or the machine is too slow)")
+    wait_until(lambda: vault.faults.injected, "read_note reaching the vault")
 
     aborted_at = time.monotonic()
     aborted = client("abort", reason="stopped by the interop test")
@@ -276,7 +264,7 @@ def test_ts_sdk_abort_stops_the_vault_request_at_once_and_the_server_keeps_servi
     ]
     # The server drops the vault request it had in flight: the vault sees its client go away.
     # Milliseconds in practice; the bound is for a loaded machine, far below the 60 s the hang would last.
-    wait_until(lambda: vault.faults.hang_ended, 20, "the vault never saw the server's request go away (or too slow)")
+    wait_until(lambda: vault.faults.hang_ended, "the vault seeing the server's request go away")
     assert vault.faults.hang_ended[0] - aborted_at < 20, "the machine is too slow"
     # No second attempt: a retry would follow a pause of 1 s plus up to 0.25 s of jitter.
     time.sleep(max(0.0, vault.faults.hang_ended[0] + 1.5 - time.monotonic()))
@@ -315,10 +303,10 @@ def test_ts_sdk_over_streamable_http_lists_writes_reads_and_cancels(
 
             vault.faults.add("GET", "/api/projects/*/files", Fault.hang(at_most=300))
             started = client("start", name="read_note", arguments={"path": "slow.md"})
-            wait_until(lambda: vault.faults.injected, 20, "read_note never reached the vault (or too slow)")
+            wait_until(lambda: vault.faults.injected, "read_note reaching the vault")
             aborted = client("abort", reason="stopped over HTTP")
             assert aborted["cancelledSent"][0]["params"]["requestId"] == started["requestId"]
-            wait_until(lambda: vault.faults.hang_ended, 20, "the vault never saw the request go away (or too slow)")
+            wait_until(lambda: vault.faults.hang_ended, "the vault seeing the request go away")
             after = client.call("whoami")
             assert not after["isError"], text_of(after)
             # Over Streamable HTTP the Python SDK ends the cancelled request's stream with a -32800 "Request

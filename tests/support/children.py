@@ -19,6 +19,20 @@ ENTRY_POINTS = {
 }
 
 
+def start_local_vault(data: Path, cwd: Path | None = None) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """``teamvault-mcp local-vault`` on ``data`` and a free port, in a process of its own; the environment it
+    prints for a server (``TEAM_VAULT_URL``, ``TEAM_VAULT_API_KEY``, ``TEAM_VAULT_PROJECT_ID``)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "teamvault_mcp", "local-vault", "--data", str(data), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=cwd,
+    )
+    assert process.stdout is not None
+    return process, dict(process.stdout.readline().rstrip("\n").split("=", 1) for _ in range(3))
+
+
 class StdioChild:
     """A server process and a line reader on its stdout."""
 

@@ -79,6 +79,17 @@ class LoopbackServer:
             return [e for e in self.exchanges if e.method == method and e.path == path]
 
 
+def on_arrival(callback: Callable[[], object], route: Route) -> Route:
+    """``route``, after calling ``callback`` in the server's thread as the request arrives (the client is then
+    waiting for the answer's head): a test acts at that moment, not after a guessed number of seconds."""
+
+    def arrived(exchange: Exchange) -> None:
+        callback()
+        route(exchange)
+
+    return arrived
+
+
 def json_answer(status: int, payload: Any, **headers: str) -> Route:
     return lambda exchange: exchange.answer(status, json.dumps(payload).encode(), **headers)
 
@@ -93,8 +104,9 @@ def hang(seconds: float = 10.0) -> Route:
     return route
 
 
-def drip(interval: float = 0.05, total: int = 10_000) -> Route:
-    """Headers at once, then a body of ``total`` bytes, one byte every ``interval`` seconds."""
+def drip(interval: float = 0.05, total: int = 10_000, on_sent: Callable[[int], object] | None = None) -> Route:
+    """Headers at once, then a body of ``total`` bytes, one byte every ``interval`` seconds; ``on_sent`` is
+    called in the server's thread with the number of body bytes sent so far after each one."""
 
     def route(exchange: Exchange) -> None:
         handler = exchange.handler
@@ -103,9 +115,11 @@ def drip(interval: float = 0.05, total: int = 10_000) -> Route:
         handler.send_header("Content-Length", str(total))
         handler.end_headers()
         try:
-            for _ in range(total):
+            for sent in range(1, total + 1):
                 handler.wfile.write(b"x")
                 handler.wfile.flush()
+                if on_sent is not None:
+                    on_sent(sent)
                 if exchange.wait_for_disconnect(interval):
                     return
         except OSError:

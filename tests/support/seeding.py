@@ -38,16 +38,23 @@ def user(vault: LocalVault, name: str) -> User:
     return vault.store.add_user(f"{name.lower()}@x", name)
 
 
-def writes_as(vault: LocalVault, writer: User, path: str, content: str | bytes) -> None:
-    """``writer`` changes the note at ``path``, or creates it, as a REST write by them would."""
+def writes_as(vault: LocalVault, writer: User, path: str, content: str | bytes, mime_type: str | None = None) -> None:
+    """``writer`` changes the note at ``path``, or creates it (``mime_type`` None: the vault's guess), as a REST
+    write by them would."""
     store, project = vault.store, vault.project_id
-    files = store.list_files(project, path=path, prefix=None, include_deleted=False)
     with store.write() as db:
         change = Change(db, project, writer)
+        files = store.list_files(project, path=path, prefix=None, include_deleted=False)
         if files:
             store.replace(change, files[0].id, _bytes(content))
         else:
-            store.create(change, path, _bytes(content), None)
+            store.create(change, path, _bytes(content), mime_type)
+
+
+def put(vault: LocalVault, path: str, content: str | bytes) -> str:
+    """The project's owner sets the note at ``path`` to ``content`` (creating it as Markdown); its contentHash."""
+    writes_as(vault, vault.store.owner_of(vault.project_id), path, content, "text/markdown")
+    return digest(content)
 
 
 def deletes_as(vault: LocalVault, deleter: User, path: str) -> None:
@@ -64,6 +71,11 @@ def file_id(vault: LocalVault, path: str) -> str:
 def content(vault: LocalVault, path: str) -> bytes:
     """The bytes of the live note at ``path``, as the vault stores them."""
     return vault.store.content(vault.project_id, file_id(vault, path))[1]
+
+
+def text(vault: LocalVault, path: str) -> str:
+    """The live note at ``path``, decoded as UTF-8."""
+    return content(vault, path).decode()
 
 
 def operations(vault: LocalVault) -> list[str]:
