@@ -219,7 +219,7 @@ def bench_temp_files(folder_mb: float, bound_mb: float) -> None:
         seconds = time.perf_counter() - started
         done.set()
         sampler.join()
-        stats = runner.sync.existing(PROJECT).stats  # type: ignore[union-attr]
+        stats = runner.workspace.sync.existing(PROJECT).stats  # type: ignore[union-attr]
         total_mb = sum(len(data) for data in notes.values()) / 2**20
         print(f"temp files: 4 folders of {count} notes of 1 MiB ({total_mb:.0f} MiB), bound {bound_mb:g} MiB")
         print(f"  archives held at once: {len(arrived)}; under the cache then: {held_at[0] / 2**20:.1f} MiB")

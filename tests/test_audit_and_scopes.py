@@ -256,7 +256,7 @@ async def test_a_log_that_cannot_be_written_fails_no_call_and_is_reported_once(
 async def test_no_audit_log_unless_configured(tmp_path: Path) -> None:
     async with audited(tmp_path, audit_log=None) as session:
         await session.ok("write_note", path="a.md", content="x\n")
-        assert session.runner.audit is None
+        assert session.runner.workspace.audit is None
     assert list(tmp_path.glob("*.jsonl")) == []
 
 
@@ -324,7 +324,9 @@ async def test_every_write_tool_is_scoped(scoped: Session) -> None:
         "delete_note": {"path": "people/a.md"},
         "restore_note_version": {"path": "people/a.md", "version": 1},
     }
-    assert set(calls) | {"replace_in_notes"} == {name for name, tool in scoped.runner.tools.items() if tool.writes}
+    assert set(calls) | {"replace_in_notes"} == {
+        name for name, tool in scoped.runner.workspace.tools.items() if tool.writes
+    }
     for tool, arguments in calls.items():
         text, is_error, _ = await scoped.call(tool, **arguments)
         assert is_error and text.startswith(f"{tool} refused: path 'people/a.md' is outside"), text

@@ -348,7 +348,7 @@ async def test_list_tasks_by_owner_keeps_the_notes_whose_owner_field_names_them(
 
 
 async def test_an_unchanged_vault_is_not_parsed_or_resolved_again(vault: Session) -> None:
-    index = vault.runner.note_index
+    index = vault.runner.workspace.note_index
     await vault.ok_text("note_links", path="people/ada.md")
     parsed, resolved = index.facts.parsed, index.resolved
     assert parsed == 3 and resolved > 0  # each note's links, once
@@ -359,7 +359,7 @@ async def test_an_unchanged_vault_is_not_parsed_or_resolved_again(vault: Session
 
 
 async def test_a_colleague_s_edit_is_seen_and_only_that_note_is_parsed_again(vault: Session) -> None:
-    index = vault.runner.note_index
+    index = vault.runner.workspace.note_index
     await vault.ok_text("list_tasks")
     await vault.ok_text("note_links", path="people/ada.md")
     parsed, resolved = index.facts.parsed, index.resolved
@@ -383,7 +383,7 @@ async def test_a_new_file_resolves_every_link_again(vault: Session) -> None:
 
 async def test_list_tasks_reads_no_front_matter(vault: Session) -> None:
     await vault.ok_text("list_tasks")
-    facts = vault.runner.note_index.facts
+    facts = vault.runner.workspace.note_index.facts
     ada_hash = json.loads(json.dumps(await vault.ok("read_note", path="people/ada.md")))["contentHash"]
     assert facts.cached(ada_hash, ("tasks",)) is not None
     assert facts.cached(ada_hash, ("fields",)) is None  # the YAML is read only for a tool that needs it

@@ -130,7 +130,7 @@ async def test_a_write_that_cannot_have_its_note_in_time_fails_and_writes_nothin
         held, release = threading.Event(), threading.Event()
 
         def hold() -> None:  # another call of this server, writing the note for longer than the budget
-            with session.runner.note_locks.holding(
+            with session.runner.workspace.note_locks.holding(
                 session.vault.project_id, ["log.md"], seconds=lambda: 60.0, cancelled=lambda: False
             ):
                 held.set()
@@ -148,7 +148,7 @@ async def test_a_write_that_cannot_have_its_note_in_time_fails_and_writes_nothin
         assert is_error and text.startswith("log.md is being written by another call of this server"), text
         assert "nothing was written" in text and "may or may not" not in text
         assert session.writes_sent() == [] and session.text("log.md") == LOG
-        assert len(session.runner.note_locks) == 0  # nothing kept once nobody holds or waits
+        assert len(session.runner.workspace.note_locks) == 0  # nothing kept once nobody holds or waits
 
 
 def test_a_lock_is_reentrant_kept_only_while_held_and_a_wait_ends_on_cancel() -> None:
@@ -181,6 +181,6 @@ def test_every_runner_of_one_http_server_shares_the_note_locks() -> None:
     callers = Callers(make_config(api_key="", project_id=None), http)
     try:
         first, second = callers._runner(callers.config, "u1"), callers._runner(callers.config, "u2")
-        assert first.note_locks is second.note_locks is callers.template.note_locks
+        assert first.workspace.note_locks is second.workspace.note_locks is callers.template.workspace.note_locks
     finally:
         callers.close()

@@ -136,7 +136,7 @@ def cache_entries(tmp_path: Path) -> set[str]:
 
 
 def sync_stats(runner: ToolRunner, project: str = PROJECT) -> Any:
-    found = runner.sync.existing(project)
+    found = runner.workspace.sync.existing(project)
     assert found is not None
     return found.stats
 
@@ -396,7 +396,7 @@ async def test_without_the_route_notes_come_one_by_one_and_the_server_is_not_ask
         runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
         _, _, result = await call_once(runner, "search_notes", query="needle")
         assert (result["totalNotes"], result["partial"]) == (20, False)
-        assert runner.sync.route.present is False and runner.sync.route.probes == 1
+        assert runner.workspace.sync.route.present is False and runner.workspace.sync.route.probes == 1
         for number in range(10):
             seed(vault, f"c/n{number}.md", note(number + 20))
         before = len(vault.faults.seen)
@@ -416,7 +416,7 @@ async def test_a_next_js_404_page_on_the_route_is_an_unknown_route_once_a_probe_
         _, _, result = await call_once(runner, "search_notes", query="needle")
         assert (result["totalNotes"], result["partial"]) == (10, False)
         assert vault.archives() == ["team", ""]  # the archive, then the probe without a path
-        assert runner.sync.route.present is False
+        assert runner.workspace.sync.route.present is False
 
 
 async def test_a_404_for_a_folder_emptied_since_the_listing_is_not_taken_for_a_missing_route(tmp_path: Path) -> None:
@@ -434,7 +434,7 @@ async def test_a_404_for_a_folder_emptied_since_the_listing_is_not_taken_for_a_m
         runner = runner_for(server, tmp_path)
         _, _, result = await call_once(runner, "search_notes", query="needle")
         assert (result["totalNotes"], result["partial"]) == (10, False)
-        assert runner.sync.route.present is True  # the probe said the route is there
+        assert runner.workspace.sync.route.present is True  # the probe said the route is there
 
 
 async def test_a_405_on_the_route_means_the_server_has_none(tmp_path: Path) -> None:
@@ -446,7 +446,7 @@ async def test_a_405_on_the_route_means_the_server_has_none(tmp_path: Path) -> N
         runner = runner_for(server, tmp_path)
         _, _, result = await call_once(runner, "search_notes", query="needle")
         assert (result["totalNotes"], result["partial"]) == (10, False)
-        assert vault.archives() == ["team"] and runner.sync.route.present is False
+        assert vault.archives() == ["team"] and runner.workspace.sync.route.present is False
 
 
 # -- cancels and budgets --------------------------------------------------------------------------------
@@ -543,12 +543,12 @@ async def test_the_index_keeps_only_folded_text_when_the_disk_cache_has_the_raw(
     cached = runner_on(two_folders, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     text, _, result = await call_once(cached, "search_notes", query="NEEDLE")
     assert result["totalNotes"] == 20 and "The needle is in note" in text  # hits show the raw text
-    entries = [cached.index.get(digest(note(number))) for number in range(20)]
+    entries = [cached.workspace.index.get(digest(note(number))) for number in range(20)]
     assert all(entry is not None and entry.kept_raw is None for entry in entries)
     assert entries[0] is not None and entries[0].raw == note(0).decode()  # read back from the disk cache
     uncached = runner_on(two_folders, cache_dir=None, call_budget=30.0, structured_content=True)
     await call_once(uncached, "search_notes", query="needle")
-    assert all(uncached.index.get(digest(note(number))).kept_raw is not None for number in range(20))  # type: ignore[union-attr]
+    assert all(uncached.workspace.index.get(digest(note(number))).kept_raw is not None for number in range(20))  # type: ignore[union-attr]
 
 
 def evict_everything(runner: ToolRunner, vault: LocalVault, tmp_path: Path) -> None:
@@ -556,9 +556,9 @@ def evict_everything(runner: ToolRunner, vault: LocalVault, tmp_path: Path) -> N
     for path in (tmp_path / "cache").rglob("*"):
         if path.is_file() and len(path.name) == 64:
             path.unlink()
-    runner.index.shown_chars = 0  # nothing recently shown either
-    runner.index._shown.clear()
-    root = runner.cache_for(vault.project_id)
+    runner.workspace.index.shown_chars = 0  # nothing recently shown either
+    runner.workspace.index._shown.clear()
+    root = runner.workspace.cache_for(vault.project_id)
     assert root is not None
     root.root._memory.clear()
 

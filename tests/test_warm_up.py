@@ -66,7 +66,7 @@ async def test_the_warm_up_syncs_the_default_project_and_the_first_search_costs_
     runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     try:
         warmed(runner)
-        report = runner.warm_up
+        report = runner.workspace.warm_up
         assert report is not None and report.stopped is None
         assert (report.notes, report.fetched, report.from_cache) == (20, 20, 0)
         assert report.connections >= 1
@@ -87,10 +87,10 @@ async def test_a_restart_with_the_disk_cache_costs_one_listing(vault: LocalVault
     again = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0, structured_content=True)
     try:
         warmed(again)
-        assert again.warm_up is not None
-        assert (again.warm_up.from_cache, again.warm_up.fetched) == (20, 0)
+        assert again.workspace.warm_up is not None
+        assert (again.workspace.warm_up.from_cache, again.workspace.warm_up.fetched) == (20, 0)
         assert requests(vault, before) == ["listing"]
-        assert len(again.index) == 20  # in the search index already: the first search reads nothing from disk
+        assert len(again.workspace.index) == 20  # in the search index already: the first search reads nothing from disk
         _, _, result = await call_once(again, "search_notes", query="needle")
         assert (result["totalNotes"], result["partial"]) == (20, False)
         assert requests(vault, before) == ["listing", "listing"]
@@ -112,8 +112,8 @@ def test_prefetch_off_opens_connections_and_asks_the_vault_nothing(vault: LocalV
     runner = ToolRunner(config)
     try:
         warmed(runner)
-        assert runner.warm_up is not None and runner.warm_up.connections >= 1
-        assert not runner.warm_up.listed.is_set() and runner.warm_up.notes == 0
+        assert runner.workspace.warm_up is not None and runner.workspace.warm_up.connections >= 1
+        assert not runner.workspace.warm_up.listed.is_set() and runner.workspace.warm_up.notes == 0
         assert vault.faults.seen == []  # connections are opened, no request is made
     finally:
         runner.close()

@@ -46,8 +46,14 @@ def test_a_context_is_the_runner_s_workspace_and_the_call_s_own_client_budget_an
         context = workspace.context(client, budget, token)
         assert (context.client, context.budget, context.token) == (client, budget, token)
         shared = (context.index, context.note_index, context.sync, context.key_user, context.note_locks)
-        assert shared == (runner.index, runner.note_index, runner.sync, workspace.key_user, runner.note_locks)
-        assert context.tools == runner.tool_set() and context.write_prefixes == ("team/",)
+        assert shared == (
+            runner.workspace.index,
+            runner.workspace.note_index,
+            runner.workspace.sync,
+            workspace.key_user,
+            runner.workspace.note_locks,
+        )
+        assert context.tools == runner.workspace.tool_set() and context.write_prefixes == ("team/",)
         assert context.default_project_id == runner.config.project_id
         assert context.report == WriteReport() and context.report is not workspace.context(client, budget, token).report
     finally:

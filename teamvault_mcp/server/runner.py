@@ -43,27 +43,23 @@ from teamvault_mcp.errors import (
     WriteScopeError,
     for_tools,
 )
-from teamvault_mcp.server.audit import AuditLog
 from teamvault_mcp.server.threads import CallThreads
 from teamvault_mcp.server.workspace import Workspace
 from teamvault_mcp.text.paths import stored_path_of
 from teamvault_mcp.text.redact import Redactor
 from teamvault_mcp.text.wire import map_strings, nesting_depth, valid_unicode
-from teamvault_mcp.tools.context import Progress, ToolOutput, ToolSet
+from teamvault_mcp.tools.context import Progress, ToolOutput
 from teamvault_mcp.tools.note_locks import LOCK_RESERVE, NoteLocks
 from teamvault_mcp.tools.spec import Tool
 from teamvault_mcp.tools.table import not_offered
 from teamvault_mcp.tools.writing.report import WriteReport
 from teamvault_mcp.vault.ahead import ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
-from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
+from teamvault_mcp.vault.cache import ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, CallFailure, Clock, RetryPolicy, call_failure
-from teamvault_mcp.vault.sync import VaultSync
 
 if TYPE_CHECKING:
-    from teamvault_mcp.text.noteindex import NoteIndex
-    from teamvault_mcp.text.search import SearchIndex
     from teamvault_mcp.vault.client import TeamVaultClient
 
 log = logging.getLogger(__name__)
@@ -117,48 +113,19 @@ class ToolRunner:
         with self._active_lock:
             return len(self._active)
 
-    # -- the workspace's, read through the runner by its own steps and by tests -----------------------------
-
-    @property
-    def audit(self) -> AuditLog | None:
-        return self.workspace.audit
-
-    @property
-    def tools(self) -> dict[str, Tool]:
-        return self.workspace.tools
-
-    def tool_set(self) -> ToolSet:
-        return self.workspace.tool_set()
+    # -- the workspace's, read through the runner by those who start and stop it -------------------------------
 
     @property
     def foreground(self) -> Foreground:
         return self.workspace.foreground
 
-    @property
-    def sync(self) -> VaultSync:
-        return self.workspace.sync
-
-    @property
-    def warm_up(self) -> WarmUp | None:
-        return self.workspace.warm_up
-
     def start_warm_up(self) -> WarmUp:
         return self.workspace.start_warm_up()
 
     @property
-    def index(self) -> SearchIndex:
-        return self.workspace.index
-
-    @property
-    def note_index(self) -> NoteIndex:
-        return self.workspace.note_index
-
-    @property
-    def note_locks(self) -> NoteLocks:
-        return self.workspace.note_locks
-
-    def cache_for(self, project_id: str) -> ContentCache | None:
-        return self.workspace.cache_for(project_id)
+    def tools(self) -> dict[str, Tool]:
+        """The tools this runner's calls find (the workspace's; a test's runner may add its own)."""
+        return self.workspace.tools
 
     async def call(
         self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None = None
@@ -249,7 +216,8 @@ class ToolRunner:
     ) -> None:
         """One audit-log line for a write tool call, with every fact of its ``report`` (nothing when there is no
         audit log)."""
-        if self.audit is None:
+        audit = self.workspace.audit
+        if audit is None:
             return
         report = report or WriteReport()
         replayed = bool(client is not None and client.replayed)
@@ -263,7 +231,7 @@ class ToolRunner:
         }
         if failed is not None:
             entry["error"] = type(failed.error).__name__
-        self.audit.record(entry)
+        audit.record(entry)
 
     def _execute(
         self,

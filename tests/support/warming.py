@@ -63,5 +63,5 @@ def archive_requests(vault: LocalVault) -> int:
 
 async def sync_of(runner: ToolRunner, vault: LocalVault) -> Any:
     """The warm-up's sync of the vault's project, once it exists."""
-    await await_until(lambda: runner.sync.existing(vault.project_id) is not None, "the warm-up's sync")
-    return runner.sync.existing(vault.project_id)
+    await await_until(lambda: runner.workspace.sync.existing(vault.project_id) is not None, "the warm-up's sync")
+    return runner.workspace.sync.existing(vault.project_id)
