@@ -84,7 +84,10 @@ class Server:
 
     def read_note(self) -> None:
         answer = self.request("tools/call", {"name": "read_note", "arguments": {"path": NOTE_PATH}})
-        assert answer["result"]["content"][0]["text"].encode() == NOTE, answer
+        text = answer["result"]["content"][0]["text"]
+        if text.startswith("[contentHash: "):  # teamvault-mcp since issue 25: the hash line, then the exact text
+            text = text.split("\n", 1)[1]
+        assert text.encode() == NOTE, answer
 
     def steps(self) -> dict[str, Callable[[], None]]:
         steps = {"ping": self.ping}
