@@ -22,7 +22,7 @@ AUDIT_WORDS: tuple[AuditOutcome, ...] = ("applied", "replayed", "failed", "uncer
 
 
 @dataclass
-class NoteFacts:
+class WriteFacts:
     """What the pipeline learnt about the write of one note."""
 
     #: The content hash before and after the write (None in either: no note), when known.
@@ -65,7 +65,7 @@ class NoteReport:
     outcome: AuditOutcome | None = None
     #: The name of the error its write ended with, if any.
     error: str | None = None
-    facts: NoteFacts = field(default_factory=NoteFacts)
+    facts: WriteFacts = field(default_factory=WriteFacts)
 
     def audited(self) -> dict[str, Any]:
         line: dict[str, Any] = {"path": self.path, "idempotencyKey": self.idempotency_key}
@@ -81,7 +81,7 @@ class WriteReport:
     """What a write tool call learnt for the audit log. ``facts`` are the note being written (in a write of many
     notes, the one of :meth:`note`); ``paths`` the notes it names, when the arguments do not (None: they do)."""
 
-    facts: NoteFacts = field(default_factory=NoteFacts)
+    facts: WriteFacts = field(default_factory=WriteFacts)
     paths: list[str] | None = None
     #: Nothing was written, by design: a dry run, or a change to the same content.
     noop: bool = False
@@ -90,7 +90,7 @@ class WriteReport:
 
     def clear(self) -> None:
         """Forget all of it: the call learnt nothing that holds of the note there now."""
-        self.facts, self.paths, self.noop, self.notes = NoteFacts(), None, False, None
+        self.facts, self.paths, self.noop, self.notes = WriteFacts(), None, False, None
 
     def many(self) -> None:
         """This call writes many notes, each reported by :meth:`note`; the arguments name none of them."""
