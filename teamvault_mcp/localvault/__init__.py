@@ -11,7 +11,7 @@ our own end-to-end tests: ``teamvault-mcp local-vault`` serves it over HTTP, and
     blobs.py          the content-addressed blobs, written durably
     app.py            the HTTP pipeline of a request: framing, the key, the checks, the wire
     routes.py         the route table and each route's work on the store
-    messages.py       a request as the routes see it, and an answer
+    exchange.py       a request as the routes see it, and an answer
     state.py          what every handler thread shares
     idempotency.py    Idempotency-Key: fingerprints, keys in flight, remembered answers
     archives.py       folder archives (GET …/folders/download): the checks, the entries, the zip

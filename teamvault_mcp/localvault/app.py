@@ -13,7 +13,7 @@ is made as it is sent (a folder archive: archives.py, streaming.py). The order o
 answers is the real server's (teamvault-api.md §1.2), with the proxy's refusals first.
 Anything that escapes becomes a bare 500, as Next.js answers an uncaught exception.
 
-What a request and an answer hold is messages.py; what the handler threads share, state.py.
+What a request and an answer hold is exchange.py; what the handler threads share, state.py.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
+from teamvault_mcp.localvault.exchange import Answer, Request, cors
 from teamvault_mcp.localvault.faults import Fault
 from teamvault_mcp.localvault.idempotency import idempotent
 from teamvault_mcp.localvault.limits import BUSY, HEAD, IDLE, DeadlineReader
-from teamvault_mcp.localvault.messages import Answer, Request, cors
 from teamvault_mcp.localvault.records import EDIT_ROLES, VaultError
 from teamvault_mcp.localvault.routes import Routes, route_of, routes_of
 from teamvault_mcp.localvault.state import VaultState

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from teamvault_mcp.localvault.database import Database
-from teamvault_mcp.localvault.messages import Answer, Request, Scope
+from teamvault_mcp.localvault.exchange import Answer, Request, Scope
 from teamvault_mcp.localvault.multipart import MultipartError, parse_form
 from teamvault_mcp.localvault.records import VaultError
 from teamvault_mcp.localvault.state import VaultState

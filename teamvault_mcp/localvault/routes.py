@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from teamvault_mcp.localvault.archives import folder_archive
+from teamvault_mcp.localvault.exchange import Answer, Request, cors
 from teamvault_mcp.localvault.idempotency import remember_answer
-from teamvault_mcp.localvault.messages import Answer, Request, cors
 from teamvault_mcp.localvault.multipart import MultipartError, Part, parse_form
 from teamvault_mcp.localvault.preconditions import entity_tag
 from teamvault_mcp.localvault.records import CREATE_FIELDS, REPLACE_FIELDS, Change, VaultError

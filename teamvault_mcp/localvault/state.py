@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from teamvault_mcp.localvault.exchange import Scope
 from teamvault_mcp.localvault.faults import FaultPlan
 from teamvault_mcp.localvault.limits import Connections, Limits
-from teamvault_mcp.localvault.messages import Scope
 from teamvault_mcp.localvault.store import Store
 
 IDEMPOTENCY_RETENTION = 24 * 3600.0
