@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
@@ -47,6 +48,10 @@ _QUOTE_MARKERS = re.compile(r"(?: {0,3}>[ \t]?)+")
 #: What opens something in a paragraph: an escaped character, a run of backticks, a comment.
 _INLINE = re.compile(r"\\[\s\S]|`+|<!--")
 _BACKTICKS = re.compile(r"`+")
+
+#: A note larger than this (UTF-8 bytes) is read for no links, tags or tasks: its prose alone takes about a second
+#: to find at 10 MB, and no write of this server makes a note this large (its front matter is still read).
+MAX_FACTS_BYTES = 5 * 1024 * 1024
 
 
 class NoteText:
@@ -125,8 +130,44 @@ class NoteText:
         return self.text[start:end].rstrip("\r\n")
 
     @cached_property
+    def oversized(self) -> bool:
+        """Whether the note is larger than :data:`MAX_FACTS_BYTES`: too large to be read for facts."""
+        return too_large_for_facts(self.text)
+
+    @cached_property
     def prose(self) -> str:
         return blank(self.text, not_prose(self.text, self.body_start))
+
+
+def too_large_for_facts(text: str) -> bool:
+    """Whether ``text`` is more than :data:`MAX_FACTS_BYTES` of UTF-8 (encoded only when it could be)."""
+    if len(text) > MAX_FACTS_BYTES:
+        return True
+    return len(text) * 4 > MAX_FACTS_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_FACTS_BYTES
+
+
+def unindexed_notice(notes: Iterable[tuple[str, int, int]], what: str, cap: int) -> str | None:
+    """The notice for the notes (path, size in bytes, how many ``what`` the index kept of it) whose ``what`` the
+    index keeps only in part: up to the per-note ``cap``, or none in the body of a note over
+    :data:`MAX_FACTS_BYTES`; None when there are none."""
+    capped, oversized = [], []
+    for path, size, kept in notes:
+        if size > MAX_FACTS_BYTES:
+            oversized.append(path)
+        elif kept >= cap:
+            capped.append(path)
+    said = []
+    if capped:
+        said.append(f"the {what} after the first {cap:,} of {_notes(capped)}")
+    if oversized:
+        said.append(f"the {what} in the body of {_notes(oversized, f'over {MAX_FACTS_BYTES // (1024 * 1024)} MiB')}")
+    return f"[Not indexed: {'; '.join(said)}. read_note(path) reads them.]" if said else None
+
+
+def _notes(paths: list[str], which: str = "") -> str:
+    if len(paths) == 1:
+        return f"{paths[0]} ({which})" if which else paths[0]
+    return f"{len(paths):,} notes{' ' + which if which else ''} (e.g. {paths[0]})"
 
 
 def as_note(note: str | NoteText, path: str = "") -> NoteText:

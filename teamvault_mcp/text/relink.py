@@ -107,7 +107,7 @@ def rewrite_note_links(
     new_source = new_path if moving_itself else source_path
     changes: list[LinkChange] = []
     captured: list[Link] = []
-    for link in parse_links(note):
+    for link in parse_links(note, limit=None):  # a move misses none
         if not link.target:
             continue  # [[#Heading]]: the note's own heading, wherever the note is
         was = before.resolve_link(link, source_path)

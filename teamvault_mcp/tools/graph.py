@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NoteNotFoundError
-from teamvault_mcp.text.links import path_key
+from teamvault_mcp.text.links import MAX_LINKS_PER_NOTE, path_key
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.text.properties import (
     MISSING,
@@ -26,8 +26,9 @@ from teamvault_mcp.text.properties import (
     sort_rows,
     unknown_fields,
 )
-from teamvault_mcp.text.tags import carries, count_tags, tag_key, tag_levels
-from teamvault_mcp.text.tasks import STATUS_CHOICES, Person, select_tasks
+from teamvault_mcp.text.prose import unindexed_notice
+from teamvault_mcp.text.tags import MAX_TAGS_PER_NOTE, carries, count_tags, tag_key, tag_levels
+from teamvault_mcp.text.tasks import MAX_TASKS_PER_NOTE, STATUS_CHOICES, Person, select_tasks
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.indexing import collector_paused, index_notes, link_graph, list_vault, note_index, texts_of
@@ -63,6 +64,9 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     notices: list[str] = []
     if direction in ("out", "both"):
         outgoing, partial = _outgoing(ctx, project_id, listing, path)
+        size = next((file.size or 0 for file in listing if file.path == path), 0)
+        cut = unindexed_notice([(path, size, len(outgoing))], "links", MAX_LINKS_PER_NOTE)
+        notices += [cut] if cut else []
         counts.append(f"{_count(len(outgoing), 'link')} out")
         answer.data.update(out=len(outgoing), linksOut=[])
         vault = note_index(ctx).vault_paths(project_id, (file.path for file in listing))
@@ -87,13 +91,16 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             shown = places[:MAX_SHOWN]
             files = {file.path: file for file in listing}
             texts = texts_of(ctx, project_id, [files[source] for source in dict.fromkeys(s for s, _ in shown)])
+            lines_of = {source: text.splitlines() for source, text in texts.items()}  # once a note, not a line
             for source, line_number in shown:
-                link, text = first[(source, line_number)], texts.get(source)
-                line = _line_around(text, link) if text is not None else _short(link.raw)
+                link, lines = first[(source, line_number)], lines_of.get(source)
+                line = _line_around(lines, link) if lines is not None else _short(link.raw)
                 record = {"path": source, "line": line_number, "text": line, "link": _short(link.raw)}
                 said_in.append((f"{source}:{line_number}  {line}", record))
         notice = indexed.partial_notice("links from them")
         notices += [notice] if notice else []
+        cut = unindexed_notice(_links_of(indexed.read()), "links", MAX_LINKS_PER_NOTE)
+        notices += [cut] if cut and cut not in notices else []
     for notice in notices:
         answer.notice(notice)
     answer.summary(f"{path}: {', '.join(counts)}.")
@@ -169,6 +176,9 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     notice = indexed.partial_notice("broken links in them")
     if notice:
         answer.notice(notice)
+    cut = unindexed_notice(_links_of(indexed.read()), "links", MAX_LINKS_PER_NOTE)
+    if cut:
+        answer.notice(cut)
     answer.summary(
         f"{_count(len(broken), 'broken link')} in {_count(notes, 'note')} (of {_count(len(indexed.notes), 'note')}"
         f"{_under(prefix)}){':' if broken else '.'}"
@@ -222,6 +232,10 @@ def list_tags(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     notice = indexed.partial_notice("tags of them")
     if notice:
         answer.notice(notice)
+    counted = [(file.path, file.size or 0, len(facts.tags.tags) if facts.tags else 0) for file, facts in read]
+    cut = unindexed_notice(counted, "tags", MAX_TAGS_PER_NOTE)
+    if cut:
+        answer.notice(cut)
     if "tag" in args:
         _notes_with_tag(answer, args["tag"], read, prefix)
     else:
@@ -369,6 +383,10 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     notice = indexed.partial_notice("tasks in them")
     if notice:
         answer.notice(notice)
+    counted = [(file.path, file.size or 0, len(facts.tasks or ())) for file, facts in indexed.read()]
+    cut = unindexed_notice(counted, "tasks", MAX_TASKS_PER_NOTE)
+    if cut:
+        answer.notice(cut)
     answer.summary(
         f"{_count(len(found), what)}{f' ({filters})' if filters else ''} in {_count(notes, 'note')} "
         f"(of {len(indexed.read()):,}{_under(prefix)}){':' if found else '.'}"
@@ -396,6 +414,13 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     return answer.output()
 
 
+# -- what the index does not keep -----------------------------------------------------------------
+
+
+def _links_of(read: Iterable[tuple[VaultFile, Any]]) -> list[tuple[str, int, int]]:
+    return [(file.path, file.size or 0, len(facts.links or ())) for file, facts in read]
+
+
 # -- text helpers ----------------------------------------------------------------------------------
 
 
@@ -417,9 +442,8 @@ def _short(text: str, limit: int = LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _line_around(text: str, link: LinkFact) -> str:
-    """The line of ``link`` in ``text``, cut around the link when it is long."""
-    lines = text.splitlines()
+def _line_around(lines: list[str], link: LinkFact) -> str:
+    """The line of ``link`` in its note's ``lines``, cut around the link when it is long."""
     if not 0 < link.line <= len(lines):
         return _short(link.raw)
     line = lines[link.line - 1].strip()
