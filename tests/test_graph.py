@@ -252,7 +252,7 @@ async def test_front_matter_that_cannot_be_read_is_said_and_matches_only_built_i
     vault.seed("broken.md", "---\nstatus: [active\n---\nbody\n")
     text = await vault.ok_text("query_notes", where={"path": {"contains": "broken"}})
     assert text.splitlines()[1] == "broken.md"
-    assert "[1 note have front matter that cannot be read (e.g. broken.md)" in text
+    assert "[1 note has front matter that cannot be read (e.g. broken.md)" in text
 
 
 async def test_many_matches_are_cut_with_the_way_on(vault: Session) -> None:

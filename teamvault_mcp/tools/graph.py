@@ -332,7 +332,7 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         )
     if unreadable:
         answer.notice(
-            f"[{_count(len(unreadable), 'note')} have front matter that cannot be read (e.g. {unreadable[0]}): only "
+            f"[{_count(len(unreadable), 'note')} {'has' if len(unreadable) == 1 else 'have'} front matter that cannot be read (e.g. {unreadable[0]}): only "
             "path, tags and updatedAt of them can match. read_frontmatter(path) says what is wrong.]"
         )
     if ranked:
