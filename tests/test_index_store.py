@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 from support import seeding
+from support.env import env_for
+from support.policies import FAST
 from support.sessions import session_on
 
+from teamvault_mcp.doctor import Doctor
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.text.noteindex import FACTS_VERSION, PARTS, NoteFacts, decode_part, encode_part
 from teamvault_mcp.vault.index_db import INDEX_FILE, SCHEMA_VERSION, IndexStore, fts5_available
@@ -198,3 +201,16 @@ def test_the_fts5_probe_agrees_with_the_build() -> None:
     with sqlite3.connect(":memory:") as connection:
         options = {row[0] for row in connection.execute("PRAGMA compile_options")}
     assert fts5_available() == ("ENABLE_FTS5" in options)
+
+
+@pytest.mark.parametrize(
+    ("cache_dir", "said"), [("", "index beside the cache in"), ("off", "no index on disk (TEAM_VAULT_CACHE_DIR=off")]
+)
+def test_check_says_where_the_index_is_and_whether_sqlite_has_fts5(
+    seeded: LocalVault, tmp_path: Path, cache_dir: str, said: str
+) -> None:
+    environ = env_for(seeded, CACHE_DIR=cache_dir or str(tmp_path / "cache"))
+    checks = {check.name: check for check in Doctor(environ, policy=FAST).run()}
+    assert said in checks["config"].detail
+    if not cache_dir:
+        assert ("with FTS5" if fts5_available() else "without FTS5") in checks["config"].detail

@@ -218,6 +218,7 @@ class Workspace:
         budget = Budget(WARM_UP_SECONDS, self.clock)
         client: TeamVaultClient | None = None
         try:
+            self._say_sqlite_build()
             ahead = self._ahead
             if ahead is not None:  # serve began connecting before it imported the SDK
                 ahead.done.wait()
@@ -240,6 +241,18 @@ class Workspace:
                 client.close()
             report.connected.set()
             report.done.set()
+
+    def _say_sqlite_build(self) -> None:
+        """One line on stderr when this Python's SQLite lacks FTS5 (info otherwise): in the warm-up, off start-up's
+        path (the probe loads ``sqlite3``)."""
+        if self._caches is None:
+            return
+        from teamvault_mcp.vault.index_db import fts5_available, sqlite_build
+
+        if fts5_available():
+            log.info("the index: %s", sqlite_build())
+        else:
+            log.warning("the index: %s", sqlite_build())
 
     def close(self) -> None:
         """Stop the warm-up and close the idle pooled connections (the server is going away)."""

@@ -61,6 +61,13 @@ def fts5_available() -> bool:
         return False
 
 
+def sqlite_build() -> str:
+    """This Python's SQLite in a few words, for ``check`` and the start-up log: its version, and FTS5 or not."""
+    if fts5_available():
+        return f"SQLite {sqlite3.sqlite_version} with FTS5"
+    return f"SQLite {sqlite3.sqlite_version} without FTS5 (the index cannot hold full-text search)"
+
+
 class IndexStore:
     """The facts and the listing of one project on disk (see the module docstring); thread-safe."""
 
