@@ -41,11 +41,14 @@ BUSY_TIMEOUT_MS = 10_000
 INDEX_FILE = "index.sqlite"
 LOCK_FILE = "index.lock"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
+#: The write-ahead log is cut back to this after a checkpoint (it would otherwise stay at its largest).
+WAL_KEPT_BYTES = 4 * 1024 * 1024
+_CHECKPOINT_ROWS = 1000
 _CHUNK = 500  # hashes per SELECT … IN (…): well below SQLite's variable limit
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS facts (hash TEXT NOT NULL, part TEXT NOT NULL, value TEXT NOT NULL,
-                                  PRIMARY KEY (hash, part)) WITHOUT ROWID;
+                                  PRIMARY KEY (hash, part));
 CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, id TEXT, content_hash TEXT, size INTEGER,
                                   mtime TEXT) WITHOUT ROWID;
 """
@@ -111,6 +114,8 @@ class IndexStore:
             if connection is not None:
                 with _transaction(connection):
                     connection.executemany("INSERT OR REPLACE INTO facts (hash, part, value) VALUES (?, ?, ?)", rows)
+                if len(rows) >= _CHECKPOINT_ROWS:  # copied into the file now, so the next write cuts the log back
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     # -- the listing --------------------------------------------------------------------------------
 
@@ -221,6 +226,7 @@ class IndexStore:
                 raise _ForeignVersion(f"user_version {version}, expected {self.user_version}")
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(f"PRAGMA journal_size_limit = {WAL_KEPT_BYTES}")
             if version == 0:
                 with _transaction(connection):
                     for statement in _SCHEMA.split(";"):
