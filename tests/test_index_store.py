@@ -86,6 +86,20 @@ async def test_only_a_changed_note_is_parsed_after_a_restart(seeded: LocalVault,
         assert session.runner.workspace.note_index.facts.parsed == 1  # the new content's tags (its YAML with them)
 
 
+async def test_a_vault_larger_than_the_memory_bound_is_not_parsed_again_warm(
+    seeded: LocalVault, tmp_path: Path
+) -> None:
+    # Issue 29's list_tasks, as slow warm as cold at 50,000 notes: the facts outgrew the memory LRU, and a call
+    # that walks every note evicts each note's facts before the next call reaches it. The store holds them all.
+    async with session_on(seeded, cache_dir=tmp_path / "cache") as session:
+        facts = session.runner.workspace.note_index.facts
+        facts.max_bytes = 1  # room for one note's facts: every other note is evicted on the way
+        first = await session.ok_text("list_tasks")
+        parsed, fetched = facts.parsed, len(downloads(seeded))
+        assert await session.ok_text("list_tasks") == first
+        assert (facts.parsed, len(downloads(seeded))) == (parsed, fetched)
+
+
 async def test_the_index_is_private_beside_the_content_cache(seeded: LocalVault, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     await first_answers(seeded, cache)
