@@ -143,6 +143,17 @@ async def test_an_index_of_another_version_is_made_again(seeded: LocalVault, tmp
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION * 1000 + FACTS_VERSION
 
 
+async def test_a_stored_part_this_version_cannot_read_is_parsed_again(seeded: LocalVault, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    before = await first_answers(seeded, cache)
+    (found,) = index_files(cache)
+    with sqlite3.connect(found) as connection:
+        connection.execute("UPDATE facts SET value = '[[1, \"x\"]]' WHERE part = 'tasks'")
+    async with session_on(seeded, cache_dir=cache) as session:
+        assert await session.ok_text("list_tasks") == before[2]
+        assert session.runner.workspace.note_index.facts.parsed == len(NOTES)
+
+
 async def test_with_the_cache_off_there_is_no_index(seeded: LocalVault, tmp_path: Path) -> None:
     async with session_on(seeded, cache_dir=None) as session:
         await session.ok_text("list_tags")

@@ -110,7 +110,11 @@ class NoteFacts:
         added = 0
         for part, value in stored.items():
             if part in PARTS and self.missing((part,)):
-                setattr(self, "front_matter" if part == "fields" else part, decode_part(part, value))
+                try:
+                    decoded = decode_part(part, value)
+                except (ValueError, TypeError, KeyError):  # not what this version writes: parsed again instead
+                    continue
+                setattr(self, "front_matter" if part == "fields" else part, decoded)
                 added += self._weight(part)
         self.weight += added
         return added
@@ -121,9 +125,12 @@ class NoteFacts:
         for part in PARTS:
             if not self.missing((part,)):
                 try:
-                    found.append((part, encode_part(self, part)))
+                    value = encode_part(self, part)
                 except (TypeError, ValueError):  # a value JSON cannot hold: this part stays in memory only
                     continue
+                if part == "fields" and json.loads(value) != list(self.front_matter or ()):
+                    continue  # JSON would change it (a key that is no string, say): kept in memory only
+                found.append((part, value))
         return found
 
     def _weight(self, part: str) -> int:
