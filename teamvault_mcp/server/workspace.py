@@ -218,7 +218,6 @@ class Workspace:
         budget = Budget(WARM_UP_SECONDS, self.clock)
         client: TeamVaultClient | None = None
         try:
-            self._say_sqlite_build()
             ahead = self._ahead
             if ahead is not None:  # serve began connecting before it imported the SDK
                 ahead.done.wait()
@@ -226,6 +225,7 @@ class Workspace:
             else:
                 report.connections = self.http_pool().connect_ahead(WARM_UP_CONNECTIONS)
             report.connected.set()
+            self._say_sqlite_build()  # after the connections: they are what the first call waits for
             if not self.config.prefetch or not self.config.project_id or self._warm_token.cancelled:
                 return
             client = self.client(budget, self._warm_token)
