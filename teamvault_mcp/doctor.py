@@ -134,6 +134,15 @@ class Doctor:
 
     # -- the variables ---------------------------------------------------------------------------
 
+    @staticmethod
+    def _index_line(config: Config) -> str:
+        """Where the persistent index lives, and whether its SQLite has FTS5."""
+        if config.cache_dir is None:
+            return "no index on disk (TEAM_VAULT_CACHE_DIR=off: facts kept in memory only)"
+        from teamvault_mcp.vault.index_db import sqlite_build
+
+        return f"index beside the cache in {config.cache_dir} ({sqlite_build()})"
+
     def _config(self) -> Config | None:
         try:
             config = load_config(self.environ)
@@ -154,6 +163,7 @@ class Doctor:
             if config.structured_content
             else "structured content off (results are text only)"
         )
+        parts.append(self._index_line(config))
         if config.writes_fenced:
             parts.append(f"writes limited to {config.write_scope_text()}")
         if config.audit_log is not None:

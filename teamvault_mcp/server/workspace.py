@@ -22,7 +22,7 @@ import anyio.to_thread
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError
 from teamvault_mcp.server.audit import AuditLog
-from teamvault_mcp.text.noteindex import NoteIndex
+from teamvault_mcp.text.noteindex import FACTS_VERSION, NoteIndex
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolSet
 from teamvault_mcp.tools.gathering import warm_up
@@ -39,6 +39,7 @@ from teamvault_mcp.vault.sync import VaultSync
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.index_db import IndexStore
     from teamvault_mcp.vault.transport import HttpPool
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,8 @@ class Workspace:
         self._pool: HttpPool | None = None  # made by the first call (it loads `requests`), or taken from `ahead`
         self._ahead = ahead
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
-        self.note_index = NoteIndex()  # links, tags, tasks, front matter by content hash; the link graphs
+        # links, tags, tasks, front matter by content hash (in memory, then on disk); the link graphs
+        self.note_index = NoteIndex(stores=self.index_store_for)
         self.key_user = KeyUser()
         # One write to a note at a time, in this process (an empty table is falsy: compare with None).
         self.note_locks = note_locks if note_locks is not None else NoteLocks()
@@ -173,6 +175,10 @@ class Workspace:
         """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
         return self._caches.for_project(project_id) if self._caches is not None else None
 
+    def index_store_for(self, project_id: str) -> IndexStore | None:
+        """The persistent index of one project's facts (None when TEAM_VAULT_CACHE_DIR=off: memory only)."""
+        return self._caches.index_for(project_id, FACTS_VERSION) if self._caches is not None else None
+
     def context(
         self,
         client: TeamVaultClient,
@@ -219,6 +225,7 @@ class Workspace:
             else:
                 report.connections = self.http_pool().connect_ahead(WARM_UP_CONNECTIONS)
             report.connected.set()
+            self._say_sqlite_build()  # after the connections: they are what the first call waits for
             if not self.config.prefetch or not self.config.project_id or self._warm_token.cancelled:
                 return
             client = self.client(budget, self._warm_token)
@@ -234,6 +241,18 @@ class Workspace:
                 client.close()
             report.connected.set()
             report.done.set()
+
+    def _say_sqlite_build(self) -> None:
+        """One line on stderr when this Python's SQLite lacks FTS5 (info otherwise): in the warm-up, off start-up's
+        path (the probe loads ``sqlite3``)."""
+        if self._caches is None:
+            return
+        from teamvault_mcp.vault.index_db import fts5_available, sqlite_build
+
+        if fts5_available():
+            log.info("the index: %s", sqlite_build())
+        else:
+            log.warning("the index: %s", sqlite_build())
 
     def close(self) -> None:
         """Stop the warm-up and close the idle pooled connections (the server is going away)."""

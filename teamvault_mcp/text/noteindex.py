@@ -7,7 +7,10 @@
   and the YAML read for one part is handed on to the next.
 - :class:`FactsIndex`: the facts by content hash (a content's facts do not depend on its
   path), bounded by an estimate of their size, least recently used first out. A changed
-  note has a new hash: it is parsed again, and nothing else is.
+  note has a new hash: it is parsed again, and nothing else is. Below it, a project's
+  :class:`FactsStore` (``vault/index_db.py``: on disk, kept across restarts) is asked for
+  what memory lacks, and given what was parsed, as compact JSON (:func:`encode_part`,
+  :func:`decode_part`; :data:`FACTS_VERSION` names the format and the parsers' rules).
 - :class:`LinkGraph`: every note's links resolved against the vault's paths
   (:class:`~teamvault_mcp.text.links.VaultPaths`), with the backlinks of each file. The next
   graph reuses a note's resolved links while its content and the vault's paths are unchanged;
@@ -18,20 +21,25 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from teamvault_mcp.text.links import Link, VaultPaths, parse_links
 from teamvault_mcp.text.prose import NoteText
-from teamvault_mcp.text.tags import NoteTags, note_tags
+from teamvault_mcp.text.tags import NoteTags, Tag, note_tags
 from teamvault_mcp.text.tasks import Task, note_tasks
 
 PARTS = ("links", "tags", "tasks", "fields")
+
+#: The version of the facts a store keeps: bump it when a parser (links, tags, tasks, front matter) finds
+#: something else in the same text, or the JSON below changes; a store of another version is made again.
+FACTS_VERSION = 1
 
 #: The facts kept in memory, by the estimate of :func:`_weight_of` (bytes of Python objects, roughly).
 FACTS_BYTES = 96 * 1024 * 1024
@@ -81,21 +89,111 @@ class NoteFacts:
         added = 0
         if self.front_matter is None and ("fields" in parts or "tags" in parts):  # tags read its tags too
             self.front_matter = (note.fields, note.front_matter_problem)
-            added += _weight_of(self.front_matter[0])
+            added += self._weight("fields")
         if "links" in parts and self.links is None:
             self.links = tuple(LinkFact.of(link) for link in parse_links(note))
-            added += sum(120 + 2 * len(link.raw) for link in self.links)
+            added += self._weight("links")
         if "tags" in parts and self.tags is None:
             self.tags = note_tags(note)
-            added += sum(100 + len(tag.name) for tag in self.tags.tags)
+            added += self._weight("tags")
         if "tasks" in parts and self.tasks is None:
             self.tasks = tuple(note_tasks(note))
-            added += sum(160 + len(task.text) for task in self.tasks)
+            added += self._weight("tasks")
         if self.front_matter is None and note.front_matter_read is not None:  # the links read it for theirs
             self.front_matter = note.front_matter_read
-            added += _weight_of(self.front_matter[0])
+            added += self._weight("fields")
         self.weight += added
         return added
+
+    def take(self, stored: Mapping[str, str]) -> int:
+        """Take the parts not parsed yet from a store's JSON (part → JSON); the weight they add."""
+        added = 0
+        for part, value in stored.items():
+            if part in PARTS and self.missing((part,)):
+                try:
+                    decoded = decode_part(part, value)
+                except (ValueError, TypeError, KeyError):  # not what this version writes: parsed again instead
+                    continue
+                setattr(self, "front_matter" if part == "fields" else part, decoded)
+                added += self._weight(part)
+        self.weight += added
+        return added
+
+    def encoded(self) -> list[tuple[str, str]]:
+        """(part, JSON) of every part parsed, for a store."""
+        found = []
+        for part in PARTS:
+            if not self.missing((part,)):
+                try:
+                    value = encode_part(self, part)
+                except (TypeError, ValueError):  # a value JSON cannot hold: this part stays in memory only
+                    continue
+                if part == "fields" and json.loads(value) != list(self.front_matter or ()):
+                    continue  # JSON would change it (a key that is no string, say): kept in memory only
+                found.append((part, value))
+        return found
+
+    def _weight(self, part: str) -> int:
+        if part == "links":
+            return sum(120 + 2 * len(link.raw) for link in self.links or ())
+        if part == "tags":
+            return sum(100 + len(tag.name) for tag in self.tags.tags) if self.tags is not None else 0
+        if part == "tasks":
+            return sum(160 + len(task.text) for task in self.tasks or ())
+        return _weight_of(self.front_matter[0]) if self.front_matter is not None else 0
+
+
+def encode_part(facts: NoteFacts, part: str) -> str:
+    """One parsed part of ``facts`` as compact JSON (ASCII: a lone surrogate survives the trip)."""
+    value: Any
+    if part == "links":
+        value = [[link.target, int(link.markdown), link.line, link.raw, link.column] for link in facts.links or ()]
+    elif part == "tags":
+        assert facts.tags is not None
+        value = [[[tag.name, tag.source, tag.line, tag.column] for tag in facts.tags.tags], list(facts.tags.rejected)]
+    elif part == "tasks":
+        value = [[task.line, task.status, task.text, list(task.section), task.indent] for task in facts.tasks or ()]
+    else:
+        assert facts.front_matter is not None
+        value = list(facts.front_matter)
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def decode_part(part: str, value: str) -> Any:
+    """What :func:`encode_part` wrote, as :class:`NoteFacts` holds it."""
+    data = json.loads(value)
+    if part == "links":
+        return tuple(
+            LinkFact(sys.intern(target), bool(markdown), line, sys.intern(raw), column)
+            for target, markdown, line, raw, column in data
+        )
+    if part == "tags":
+        tags, rejected = data
+        return NoteTags(tuple(Tag(*tag) for tag in tags), tuple(rejected))
+    if part == "tasks":
+        return tuple(Task(line, status, text, tuple(section), indent) for line, status, text, section, indent in data)
+    fields, problem = data
+    return (fields, problem)
+
+
+class FactsStore(Protocol):
+    """Facts kept below the memory, for one project (``vault/index_db.py``'s ``IndexStore``)."""
+
+    def load(self, hashes: Collection[str], parts: Collection[str]) -> dict[str, dict[str, str]]:
+        """hash → part → JSON, of what is kept of these contents and parts."""
+        ...
+
+    def save(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Keep (hash, part, JSON) rows, at once."""
+        ...
+
+    def save_listing(self, rows: Sequence[ListingRow]) -> None:
+        """Keep the project's whole listing: (path, id, contentHash, size, mtime) rows."""
+        ...
+
+
+#: A note of a listing as a store keeps it: (path, id, contentHash, size, mtime).
+ListingRow = tuple[str, str | None, str | None, int | None, str | None]
 
 
 def _weight_of(value: Any) -> int:
@@ -119,6 +217,8 @@ class FactsIndex:
         self._lock = threading.Lock()
         #: Parts parsed since the index was made (one per content and part): how tests see what was re-read.
         self.parsed = 0
+        #: Parts taken from a store since the index was made.
+        self.loaded = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -131,6 +231,34 @@ class FactsIndex:
                 return None
             self._entries.move_to_end(content_hash)
             return facts
+
+    def recall(self, store: FactsStore, hashes: Collection[str], parts: Collection[str]) -> dict[str, NoteFacts]:
+        """The facts of those ``hashes`` whose ``parts`` memory lacks and ``store`` holds, now kept in memory too."""
+        stored = store.load(hashes, parts)
+        found: dict[str, NoteFacts] = {}
+        with self._lock:
+            for content_hash, values in stored.items():
+                facts = self._entries.get(content_hash)
+                if facts is None:
+                    facts = self._entries[content_hash] = NoteFacts()
+                    self._bytes += facts.weight
+                else:
+                    self._entries.move_to_end(content_hash)
+                self.loaded += sum(1 for part in values if facts.missing((part,)))
+                self._bytes += facts.take(values)
+                if not facts.missing(parts):
+                    found[content_hash] = facts
+            self._evict()
+        return found
+
+    def keep(self, store: FactsStore, parsed: Iterable[tuple[str, NoteFacts]]) -> None:
+        """Give ``store`` the parts of these (hash, facts), in one batch."""
+        store.save([(content_hash, part, value) for content_hash, facts in parsed for part, value in facts.encoded()])
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and len(self._entries) > 1:
+            _, dropped = self._entries.popitem(last=False)
+            self._bytes -= dropped.weight
 
     def facts(self, content_hash: str, text: str, parts: Collection[str]) -> NoteFacts:
         """The facts of the content ``text`` (whose hash is ``content_hash``) with ``parts`` parsed."""
@@ -145,9 +273,7 @@ class FactsIndex:
             if missing:
                 self._bytes += facts.parse(text, missing)
                 self.parsed += len(missing)
-                while self._bytes > self.max_bytes and len(self._entries) > 1:
-                    _, dropped = self._entries.popitem(last=False)
-                    self._bytes -= dropped.weight
+                self._evict()
             return facts
 
 
@@ -253,12 +379,20 @@ class NoteIndex:
     projects keeps the resolved links of its notes as last read: at most one vault's links.
     """
 
-    def __init__(self, max_bytes: int = FACTS_BYTES) -> None:
+    def __init__(
+        self, max_bytes: int = FACTS_BYTES, *, stores: Callable[[str], FactsStore | None] | None = None
+    ) -> None:
+        """``stores``: each project's :class:`FactsStore` (None, or a store of None: memory only)."""
         self.facts = FactsIndex(max_bytes)
+        self._stores = stores
         self._projects: OrderedDict[str, _Resolutions] = OrderedDict()
         self._lock = threading.Lock()
         #: Links resolved since the index was made: how tests see that an unchanged vault is not resolved again.
         self.resolved = 0
+
+    def store(self, project_id: str) -> FactsStore | None:
+        """The project's facts on disk, if it has any."""
+        return self._stores(project_id) if self._stores is not None else None
 
     def vault_paths(self, project_id: str, paths: Iterable[str]) -> VaultPaths:
         """The vault's ``paths`` (every live file) indexed for resolution: the project's last index when the

@@ -1,8 +1,10 @@
 """A project's Markdown notes with their parsed facts, fresh by ``contentHash``, read within the call's budget.
 
 One listing gives every note's hash. A note whose facts (``text/noteindex.py``) hold the
-parts a tool asks for costs nothing more; the others are read through ``gathering.py``
-(memory, disk cache, downloads) and parsed, once per content. Parsing is CPU work no
+parts a tool asks for costs nothing more; next the project's store on disk
+(``vault/index_db.py``) is asked, in one query, for the facts memory lacks; only the others
+are read through ``gathering.py`` (memory, disk cache, downloads) and parsed, once per
+content, and what was parsed is written to the store in one transaction. Parsing is CPU work no
 request's time limit covers, so it stops, like the downloads, when the budget runs low or
 the host cancels: the tool then answers from the notes it has, and says how many it lacks.
 
@@ -25,7 +27,7 @@ from teamvault_mcp.errors import CallCancelledError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION
 from teamvault_mcp.text.noteindex import LinkGraph, NoteFacts, NoteIndex
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Texts, gather, gc_paused
+from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused
 from teamvault_mcp.tools.spec import Handler
 
 if TYPE_CHECKING:
@@ -74,7 +76,11 @@ class IndexedNotes:
 def list_vault(ctx: ToolContext, project_id: str, prefix: str | None = None) -> list[VaultFile]:
     """Every live file under ``prefix`` (a stored folder prefix; None: the whole vault), in one request."""
     with gc_paused():  # a listing is thousands of objects at once
-        return ctx.client.list_files(project_id, prefix=prefix)
+        listing = ctx.client.list_files(project_id, prefix=prefix)
+    store = note_index(ctx).store(project_id)
+    if prefix is None and store is not None:  # the whole vault: the snapshot the store keeps
+        store.save_listing([(file.path, file.id, file.content_hash, file.size, file.updated_at) for file in listing])
+    return listing
 
 
 def index_notes(
@@ -109,6 +115,18 @@ def index_notes(
             continue
         indexed.facts[file.path] = facts
         indexed.hashes[file.path] = content_hash
+    store = index.store(project_id) if unread else None
+    if store is not None:
+        kept = index.facts.recall(store, [file.content_hash for file in unread if file.content_hash], parts)
+        still: list[VaultFile] = []
+        for file in unread:
+            facts = kept.get(file.content_hash) if file.content_hash else None
+            if facts is None:
+                still.append(file)
+                continue
+            indexed.facts[file.path] = facts
+            indexed.hashes[file.path] = file.content_hash or ""
+        unread = still
     if unread:
         _read_and_parse(ctx, project_id, unread, parts, indexed, index)
     return indexed
@@ -125,6 +143,24 @@ def _read_and_parse(
     gathered = gather(ctx, project_id, unread)
     texts = Texts(ctx, project_id, gathered)
     indexed.why_partial = gathered.why_partial
+    parsed: dict[str, NoteFacts] = {}
+    try:
+        _parse(ctx, gathered, texts, parts, indexed, index, parsed)
+    finally:  # what was parsed is kept, even when the call stops early
+        store = index.store(project_id)
+        if store is not None and parsed:
+            index.facts.keep(store, parsed.items())
+
+
+def _parse(
+    ctx: ToolContext,
+    gathered: Gathered,
+    texts: Texts,
+    parts: Collection[str],
+    indexed: IndexedNotes,
+    index: NoteIndex,
+    parsed: dict[str, NoteFacts],
+) -> None:
     last_report = 0.0
     with gc_paused():  # a note's parse makes thousands of small objects
         for done, (file, entry) in enumerate(sorted(gathered.ready, key=lambda pair: pair[0].path)):
@@ -138,7 +174,7 @@ def _read_and_parse(
                 indexed.why_partial = indexed.why_partial or "some notes could not be read again"
                 continue
             content_hash = file.content_hash or hashlib.sha256(raw.encode()).hexdigest()
-            indexed.facts[file.path] = index.facts.facts(content_hash, raw, parts)
+            indexed.facts[file.path] = parsed[content_hash] = index.facts.facts(content_hash, raw, parts)
             indexed.hashes[file.path] = content_hash
             # Paced on the machine's clock: how often the host hears, not how long the call may take.
             if ctx.progress is not None and time.monotonic() - last_report >= PROGRESS_EVERY:

@@ -29,6 +29,10 @@ beside the entries (older entries are evicted to make room), and a spool that wo
 spools already open past the bound is not opened. So temp files count in the bound as entries
 do, within one process; another process's spools are not seen.
 
+Each project's persistent index (``index_db.py``, ``<root>/<server and project>/index.sqlite``)
+lives in its directory; its size on disk counts in the root's bound beside the entries (entries
+are evicted to make room for it; the index itself holds only the facts of the notes listed).
+
 Recently used entries are also kept in memory (up to :data:`MEMORY_MAX_BYTES` per root),
 checked once when they enter it: a read of an unchanged note then costs no disk access.
 
@@ -53,9 +57,12 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from teamvault_mcp.vault import cachefiles as files
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.index_db import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +203,20 @@ class CacheRoot:
         self._log: int | None = None  # the change log followed (kept open: its inode cannot be reused)
         self._log_read = 0  # how much of it is applied
         self._close_log: Callable[[], object] = lambda: None
+        self._stores: list[IndexStore] = []  # the indexes in this root, counted in the bound
+
+    def index_store(self, name: str, facts_version: int) -> IndexStore:
+        """The persistent index of the namespace ``name``, counted in this root's bound."""
+        from teamvault_mcp.vault.index_db import IndexStore  # sqlite3 is loaded by the first call that needs it
+
+        store = IndexStore(self.path / name, facts_version)
+        with self._lock:
+            self._stores.append(store)
+        return store
+
+    def index_bytes(self) -> int:
+        """Bytes the indexes of this process's projects take on disk."""
+        return sum(store.size() for store in self._stores)
 
     def namespace(self, namespace: str) -> ContentCache:
         return ContentCache(self, namespace)
@@ -425,7 +446,8 @@ class CacheRoot:
         assert self._index is not None
         removed: list[str] = []
         spared: set[str] = set()
-        while self._total + self._reserved > self.max_bytes and self._index:
+        beside = self.index_bytes()
+        while self._total + self._reserved + beside > self.max_bytes and self._index:
             key, (size, stamp) = self._index.popitem(last=False)
             self._total -= size
             used = files.remove_unless_used(self.path, key, None if key in spared else stamp)
@@ -486,6 +508,7 @@ class ProjectCaches:
         self._lock = threading.Lock()
         self._root: CacheRoot | None = None
         self._caches: dict[str, ContentCache] = {}
+        self._stores: dict[str, IndexStore] = {}
 
     def for_project(self, project_id: str) -> ContentCache:
         with self._lock:
@@ -495,3 +518,12 @@ class ProjectCaches:
                     self._root = CacheRoot(self._directory, max_bytes=self._max_bytes)
                 cache = self._caches[project_id] = self._root.namespace(f"{self._server}\0{project_id}")
             return cache
+
+    def index_for(self, project_id: str, facts_version: int) -> IndexStore:
+        """The project's persistent index, beside its content cache (made by its first use)."""
+        cache = self.for_project(project_id)
+        with self._lock:
+            store = self._stores.get(project_id)
+            if store is None:
+                store = self._stores[project_id] = cache.root.index_store(cache.name, facts_version)
+            return store
