@@ -331,8 +331,9 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"(at most {MAX_LIMIT:,}).]"
         )
     if unreadable:
+        verb = "has" if len(unreadable) == 1 else "have"
         answer.notice(
-            f"[{_count(len(unreadable), 'note')} {'has' if len(unreadable) == 1 else 'have'} front matter that cannot be read (e.g. {unreadable[0]}): only "
+            f"[{_count(len(unreadable), 'note')} {verb} front matter that cannot be read (e.g. {unreadable[0]}): only "
             "path, tags and updatedAt of them can match. read_frontmatter(path) says what is wrong.]"
         )
     if ranked:
