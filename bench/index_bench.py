@@ -18,7 +18,8 @@ child, as a host starts it, with the default call budget and a fresh cache direc
 - the cache directory's size on disk per 1,000 notes: the content cache, and any index file (``*.sqlite``,
   ``*.db``, ``*index*``, with their ``-wal``/``-shm``) apart.
 
-A partial answer is one whose text says ``[Partial``, as every tool's does (the text is the answer).
+A partial answer is one whose text says ``[Partial``, as every tool's does (the text is the answer); an error
+result (the budget's "Out of time", say) is shown as such, timed.
 Printed: a line per phase as it ends, then the growth table in Markdown for docs/benchmarks.md.
 
 ``--package DIR`` runs the server on the ``teamvault_mcp`` package under DIR (``git archive main teamvault_mcp
@@ -204,13 +205,24 @@ class Server:
         self.host = StdioHost([sys.executable, "-m", "teamvault_mcp"], env, cwd=str(self.package))
         self.host.initialize()
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[float, bool]:
-        """Seconds the call took, and whether its answer was partial."""
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[float, str]:
+        """Seconds the call took, and what was wrong with its answer: "" (nothing), "partial" or "error"
+        (an error result, such as the budget's "Out of time")."""
+        host = self.host
+        host._next_id += 1
+        request = {"name": tool, "arguments": arguments}
         started = time.perf_counter()
-        answer = self.host.call_tool(tool, arguments)
+        host.send({"jsonrpc": "2.0", "id": host._next_id, "method": "tools/call", "params": request})
+        answer = host.receive()
         elapsed = time.perf_counter() - started
-        text = "\n".join(block.get("text", "") for block in answer["result"]["content"])
-        return elapsed, "[Partial" in text
+        if "error" in answer:
+            raise RuntimeError(f"{tool}: {answer['error']}")
+        result = answer["result"]
+        text = "\n".join(block.get("text", "") for block in result["content"])
+        if result.get("isError"):
+            say(f"  {tool} answered an error after {elapsed:.1f} s: {text[:120]}")
+            return elapsed, "error"
+        return elapsed, "partial" if "[Partial" in text else ""
 
     def memory_mib(self) -> tuple[float, float]:
         """The process's resident set now and at its peak (``VmRSS``, ``VmHWM``), in MiB."""
@@ -251,11 +263,11 @@ class Size:
 
     notes: int
     seed_s: float = 0.0
-    cold: tuple[float, bool] = (0.0, False)
-    cold_rtt: tuple[float, bool] | None = None
+    cold: tuple[float, str] = (0.0, "")
+    cold_rtt: tuple[float, str] | None = None
     warm: dict[str, float] = field(default_factory=dict)
-    warm_partial: dict[str, bool] = field(default_factory=dict)
-    restart: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    warm_mark: dict[str, str] = field(default_factory=dict)
+    restart: dict[str, tuple[float, str]] = field(default_factory=dict)
     rss: tuple[float, float] = (0.0, 0.0)
     disk: tuple[int, int, int] = (0, 0, 0)
     total_s: float = 0.0
@@ -275,13 +287,12 @@ def measure(count: int, options: argparse.Namespace, work: Path) -> Size:
         shutil.rmtree(cache, ignore_errors=True)
         server = Server(package, vault_env, cache)
         size.cold = server.call(*CALLS[0])
-        say(f"  cold search_notes: {size.cold[0]:.1f} s{' PARTIAL' if size.cold[1] else ''}")
+        say(f"  cold search_notes: {size.cold[0]:.1f} s {size.cold[1]}")
         for tool, arguments in CALLS:
             runs = [server.call(tool, arguments) for _ in range(options.repeat)]
             size.warm[tool] = statistics.median(run[0] for run in runs)
-            size.warm_partial[tool] = any(run[1] for run in runs)
-            partial = " PARTIAL" if size.warm_partial[tool] else ""
-            say(f"  warm {tool}: {size.warm[tool] * 1000:,.0f} ms (median of {options.repeat}){partial}")
+            size.warm_mark[tool] = ", ".join(sorted({run[1] for run in runs} - {""}))
+            say(f"  warm {tool}: {size.warm[tool] * 1000:,.0f} ms (median of {options.repeat}) {size.warm_mark[tool]}")
         server.kill()
         server = Server(package, vault_env, cache)
         for tool, arguments in CALLS:
@@ -304,7 +315,7 @@ def measure(count: int, options: argparse.Namespace, work: Path) -> Size:
     return size
 
 
-def cold_through_proxy(package: Path, vault_env: dict[str, str], cache: Path, rtt_ms: float) -> tuple[float, bool]:
+def cold_through_proxy(package: Path, vault_env: dict[str, str], cache: Path, rtt_ms: float) -> tuple[float, str]:
     """The first search_notes of a fresh server on a fresh cache, its vault behind ``rtt_ms`` of round trip."""
     _, _, port = vault_env["TEAM_VAULT_URL"].rstrip("/").rpartition(":")
     shutil.rmtree(cache, ignore_errors=True)
@@ -321,9 +332,9 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
-def ms(seconds: float, partial: bool = False) -> str:
+def ms(seconds: float, mark: str = "") -> str:
     text = f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
-    return f"**{text}, partial**" if partial else text
+    return f"**{text}, {mark}**" if mark else text
 
 
 def growth_table(sizes: list[Size], rtt_ms: float | None) -> list[str]:
@@ -339,7 +350,7 @@ def growth_table(sizes: list[Size], rtt_ms: float | None) -> list[str]:
         disk += f" + index {size.disk[1] * per_k:.1f} MiB" if size.disk[1] else ""
         row = [f"{size.notes:,}", f"{size.seed_s:.0f} s" if size.seed_s else "kept", ms(*size.cold)]
         row += [ms(*size.cold_rtt)] if rtt_ms and size.cold_rtt else ([] if not rtt_ms else ["–"])
-        row += [ms(size.warm[tool], size.warm_partial[tool]) for tool in tools]
+        row += [ms(size.warm[tool], size.warm_mark[tool]) for tool in tools]
         row += [ms(*size.restart[tools[0]]), ms(*others), f"{size.rss[0]:,.0f} / {size.rss[1]:,.0f} MiB", disk]
         lines.append("| " + " | ".join(row) + " |")
     return lines
