@@ -14,7 +14,8 @@ child, as a host starts it, with the default call budget and a fresh cache direc
 - warm: the median of ``--repeat`` calls of each of search_notes, note_links on a hub, broken_links,
   list_tags, query_notes, list_tasks, recent_changes and find_notes, and whether any answer was partial;
 - restart: the server killed and started again on the same cache directory, then the first call of each tool;
-- the server's resident memory after all of that (``VmRSS``, and the peak ``VmHWM``, from ``/proc``);
+- the server's resident memory (``VmRSS``, and the peak ``VmHWM``, from ``/proc``) after the warm calls, and
+  the restarted server's after its first calls;
 - the cache directory's size on disk per 1,000 notes: the content cache, and any index file (``*.sqlite``,
   ``*.db``, ``*index*``, with their ``-wal``/``-shm``) apart.
 
@@ -268,6 +269,7 @@ class Size:
     warm: dict[str, float] = field(default_factory=dict)
     warm_mark: dict[str, str] = field(default_factory=dict)
     restart: dict[str, tuple[float, str]] = field(default_factory=dict)
+    rss_warm: tuple[float, float] = (0.0, 0.0)
     rss: tuple[float, float] = (0.0, 0.0)
     disk: tuple[int, int, int] = (0, 0, 0)
     total_s: float = 0.0
@@ -293,6 +295,7 @@ def measure(count: int, options: argparse.Namespace, work: Path) -> Size:
             size.warm[tool] = statistics.median(run[0] for run in runs)
             size.warm_mark[tool] = ", ".join(sorted({run[1] for run in runs} - {""}))
             say(f"  warm {tool}: {size.warm[tool] * 1000:,.0f} ms (median of {options.repeat}) {size.warm_mark[tool]}")
+        size.rss_warm = server.memory_mib()
         server.kill()
         server = Server(package, vault_env, cache)
         for tool, arguments in CALLS:
@@ -301,7 +304,8 @@ def measure(count: int, options: argparse.Namespace, work: Path) -> Size:
         size.rss = server.memory_mib()
         server.close()
         size.disk = disk_bytes(cache)
-        say(f"  memory: VmRSS {size.rss[0]:,.0f} MiB, VmHWM {size.rss[1]:,.0f} MiB")
+        say(f"  memory after the warm calls: VmRSS {size.rss_warm[0]:,.0f} MiB, VmHWM {size.rss_warm[1]:,.0f} MiB")
+        say(f"  memory after the restart's calls: VmRSS {size.rss[0]:,.0f} MiB, VmHWM {size.rss[1]:,.0f} MiB")
         say(f"  cache on disk: content {size.disk[0]:,} B, index {size.disk[1]:,} B")
         if options.rtt_ms:
             size.cold_rtt = cold_through_proxy(package, vault_env, work / f"cache-{count}-rtt", options.rtt_ms)
@@ -341,7 +345,8 @@ def growth_table(sizes: list[Size], rtt_ms: float | None) -> list[str]:
     tools = [tool for tool, _ in CALLS]
     head = ["notes", "seeded in", "cold search", *([f"cold at {rtt_ms:g} ms RTT"] if rtt_ms else [])]
     head += [f"warm {tool}" for tool in tools]
-    head += ["restart: first search", "restart: slowest other first call", "VmRSS / VmHWM", "cache per 1k notes"]
+    head += ["restart: first search", "restart: slowest other first call"]
+    head += ["VmRSS / VmHWM after the warm calls", "… after the restart's", "cache per 1k notes"]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
     for size in sizes:
         others = max((size.restart[tool] for tool in tools[1:]), key=lambda run: run[0])
@@ -351,7 +356,8 @@ def growth_table(sizes: list[Size], rtt_ms: float | None) -> list[str]:
         row = [f"{size.notes:,}", f"{size.seed_s:.0f} s" if size.seed_s else "kept", ms(*size.cold)]
         row += [ms(*size.cold_rtt)] if rtt_ms and size.cold_rtt else ([] if not rtt_ms else ["–"])
         row += [ms(size.warm[tool], size.warm_mark[tool]) for tool in tools]
-        row += [ms(*size.restart[tools[0]]), ms(*others), f"{size.rss[0]:,.0f} / {size.rss[1]:,.0f} MiB", disk]
+        row += [ms(*size.restart[tools[0]]), ms(*others)]
+        row += [f"{rss[0]:,.0f} / {rss[1]:,.0f} MiB" for rss in (size.rss_warm, size.rss)] + [disk]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
