@@ -239,3 +239,25 @@ def test_check_says_where_the_index_is_and_whether_sqlite_has_fts5(
     assert said in checks["config"].detail
     if not cache_dir:
         assert ("with FTS5" if fts5_available() else "without FTS5") in checks["config"].detail
+
+
+def test_an_index_another_process_holds_locked_is_kept_not_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'database is locked' is an OperationalError, which sqlite3 makes a DatabaseError too: a writer holding the
+    file past the busy timeout must cost this batch only, never the file (deleting it lost everyone's facts)."""
+    monkeypatch.setattr("teamvault_mcp.vault.index_db.BUSY_TIMEOUT_MS", 50)
+    directory = tmp_path / "ns"
+    store = IndexStore(directory, FACTS_VERSION)
+    store.save([("a" * 64, "links", "[]")])
+    holder = sqlite3.connect(directory / INDEX_FILE, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process's long write
+    try:
+        store.save([("b" * 64, "links", "[]")])  # busy past the timeout: this batch goes without
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.rebuilt == 0
+    assert store.load(["a" * 64], ["links"]) == {"a" * 64: {"links": "[]"}}  # the file and its facts are still there
+    fresh = IndexStore(directory, FACTS_VERSION)
+    assert fresh.load(["a" * 64], ["links"]) == {"a" * 64: {"links": "[]"}} and fresh.rebuilt == 0

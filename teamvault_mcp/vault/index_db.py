@@ -175,11 +175,12 @@ class IndexStore:
                 self._connection = self._open()
             try:
                 yield self._connection
-            except sqlite3.DatabaseError as error:  # corrupt, or not a database: never trusted again
+            except sqlite3.Error as error:
+                if not _corrupt(error):  # busy past the timeout, a full disk: this batch goes without
+                    log.warning("the index %s could not be used: %s", self.path, error)
+                    return
                 log.warning("the index %s is unreadable (%s); it is made again", self.path, error)
                 self._discard()
-            except sqlite3.Error as error:  # busy past the timeout, say: this batch goes without
-                log.warning("the index %s could not be used: %s", self.path, error)
 
     def _discard(self) -> None:
         if self._connection is not None:
@@ -198,9 +199,9 @@ class IndexStore:
                 for attempt in range(2):
                     try:
                         return self._connect()
-                    except (sqlite3.DatabaseError, _ForeignVersion) as error:
-                        if attempt:
-                            raise
+                    except (sqlite3.Error, _ForeignVersion) as error:
+                        if attempt or not (isinstance(error, _ForeignVersion) or _corrupt(error)):
+                            raise  # made again once; a busy or locked file is another process's, not corrupt
                         log.warning(
                             "the index %s is not one this version reads (%s); it is made again", self.path, error
                         )
@@ -253,6 +254,13 @@ class IndexStore:
             yield
         finally:
             os.close(handle)
+
+
+def _corrupt(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says the file is damaged or no database (so it is made again): a busy, locked or
+    unreachable file (``OperationalError``, which is also a ``DatabaseError``) is in use or out of reach, and is
+    left as it is."""
+    return isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError)
 
 
 class _ForeignVersion(Exception):
