@@ -38,6 +38,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.env import agent_env
+
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.localvault.store import Change
 
@@ -527,19 +531,7 @@ def main() -> None:
             vault.store.create(change, "a.md", b"# A\n\nsome words\n", "text/markdown")
             for path, data in notes.items():
                 vault.store.create(change, path, data, "text/markdown")
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": directory,
-            "TEAM_VAULT_URL": vault.url,
-            "TEAM_VAULT_API_KEY": vault.api_key,
-            "TEAM_VAULT_PROJECT_ID": vault.project_id,
-            "TEAM_VAULT_CACHE_DIR": "off",
-            "TEAM_VAULT_LOG_LEVEL": "error",
-            "TEAM_VAULT_PREFETCH": "off",
-            "TEAM_VAULT_STDIO": options.stdio,
-        }
-        if options.package:
-            env["PYTHONPATH"] = options.package
+        env = agent_env(vault, directory, options.package, PREFETCH="off", STDIO=options.stdio)
         host = Host(env, options.package, options.patience)
         hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}}
         host.write(

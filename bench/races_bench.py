@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.agents import Agent, call_all, initialize
+from support.env import agent_env
 from support.seeding import put, text
 
 from teamvault_mcp.localvault import LocalVault
@@ -176,18 +176,7 @@ def main() -> None:
     )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory, LocalVault(Path(directory) / "vault") as vault:
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": directory,
-            "TEAM_VAULT_URL": vault.url,
-            "TEAM_VAULT_API_KEY": vault.api_key,
-            "TEAM_VAULT_PROJECT_ID": vault.project_id,
-            "TEAM_VAULT_CACHE_DIR": "off",
-            "TEAM_VAULT_LOG_LEVEL": "error",
-            "TEAM_VAULT_PREFETCH": "off",
-        }
-        if options.package:
-            env["PYTHONPATH"] = options.package
+        env = agent_env(vault, directory, options.package, PREFETCH="off")
         wanted = [layout(text) for text in options.layouts.split(",")] if options.layouts else [(AGENTS, 1)]
         count = max(processes for processes, _ in wanted)
         hosts = [Agent(env, options.package, patience=PATIENCE) for _ in range(count)]

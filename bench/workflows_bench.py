@@ -15,7 +15,6 @@ issue 30 (``git archive 09d6915 teamvault_mcp | tar -x -C DIR``): its answers to
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.agents import Agent, call_all, initialize
+from support.env import agent_env
 from support.seeding import text as text_of
 
 from teamvault_mcp.localvault import LocalVault
@@ -192,18 +192,7 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory, LocalVault(Path(directory) / "vault") as vault:
         seed(vault)
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": directory,
-            "TEAM_VAULT_URL": vault.url,
-            "TEAM_VAULT_API_KEY": vault.api_key,
-            "TEAM_VAULT_PROJECT_ID": vault.project_id,
-            "TEAM_VAULT_CACHE_DIR": "off",
-            "TEAM_VAULT_LOG_LEVEL": "error",
-            "TEAM_VAULT_PREFETCH": "off",
-        }
-        if options.package:
-            env["PYTHONPATH"] = options.package
+        env = agent_env(vault, directory, options.package, PREFETCH="off")
         host = Agent(env, options.package, patience=300.0)
         initialize([host], "bench")
         print(f"on {options.package or 'this checkout'}")

@@ -8,13 +8,13 @@ cannot) and once with them on. Checked by counting, never by timing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 from support.agents import Agent, call_all, initialize, text_of
+from support.env import agent_env
 from support.seeding import put, text
 
 from teamvault_mcp.localvault import LocalVault
@@ -42,15 +42,7 @@ def server_kind(vault: LocalVault, request: pytest.FixtureRequest) -> Iterator[N
 
 @pytest.fixture(scope="module")
 def agents(vault: LocalVault, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Agent]]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path_factory.mktemp("home")),
-        "TEAM_VAULT_URL": vault.url,
-        "TEAM_VAULT_API_KEY": vault.api_key,
-        "TEAM_VAULT_PROJECT_ID": vault.project_id,
-        "TEAM_VAULT_CACHE_DIR": "off",  # every agent reads the note afresh, as separate machines would
-        "TEAM_VAULT_LOG_LEVEL": "error",
-    }
+    env = agent_env(vault, str(tmp_path_factory.mktemp("home")))  # no cache: each agent reads the note afresh
     started = [Agent(env) for _ in range(AGENTS)]
     try:
         initialize(started, "race")

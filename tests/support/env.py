@@ -21,6 +21,16 @@ def env_for(vault: LocalVault, **overrides: str) -> dict[str, str]:
     return values
 
 
+def agent_env(vault: LocalVault, home: str, package: str | None = None, **overrides: str) -> dict[str, str]:
+    """A whole, minimal environment for a ``teamvault-mcp`` child on ``vault`` (an agent, as the races and the
+    benches start them): :func:`env_for` with logs at ``error``, ``HOME`` and ``PATH``, and ``package`` (another
+    tree of the package, a bench's ``--package``) first on the path. ``overrides`` as for :func:`env_for`."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": home, **env_for(vault, LOG_LEVEL="error", **overrides)}
+    if package:
+        env["PYTHONPATH"] = package
+    return env
+
+
 def child_env(**variables: str) -> dict[str, str]:
     """This process's environment for a child, without its ``TEAM_VAULT_*``, the source tree first on the path,
     the content cache off, and ``variables`` on top."""
