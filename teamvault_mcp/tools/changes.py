@@ -173,16 +173,12 @@ def recent_changes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             "[The server records who wrote each version, not who deleted or moved a note: those lines name no one"
             + (", and are shown though they may be yours.]" if not mine else ".]")
         )
-    ways = "; ".join(
-        said
-        for tool, said in (
-            ("diff_note_versions", "what changed in a note: diff_note_versions(path, since=…) or (path, from=…)"),
-            ("list_note_versions", "who wrote each version: list_note_versions"),
-        )
-        if ctx.tools.has(tool)  # only the tools this server offers
+    ways = ctx.tools.ways_on(
+        ("diff_note_versions", "what changed in a note: diff_note_versions(path, since=…) or (path, from=…)"),
+        ("list_note_versions", "who wrote each version: list_note_versions"),
     )
     if changes and ways:
-        answer.notice(f"{ways[0].upper()}{ways[1:]}.")
+        answer.notice(ways)
     return answer.output()
 
 

@@ -75,6 +75,12 @@ class ToolSet:
     def has(self, *tools: str) -> bool:
         return set(tools) <= self.names
 
+    def ways_on(self, *ways: tuple[str, str]) -> str | None:
+        """One sentence of the ways on, each ``(tool, words)`` kept only when the tool is offered here:
+        ``"Tick one with edit_note (…); its section: read_note(…)."``; None when no tool is."""
+        said = "; ".join(words for tool, words in ways if self.has(tool))
+        return f"{said[0].upper()}{said[1:]}." if said else None
+
 
 class WorkspaceView(Protocol):
     """What a handler sees of the state its server's calls share: the workspace (``server/workspace.py``)."""

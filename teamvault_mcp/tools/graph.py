@@ -402,16 +402,12 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"[Cut: {limit:,} of {len(found):,} shown, by note and line. Narrow with prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
-    ways = "; ".join(
-        said
-        for tool, said in (
-            ("edit_note", "tick one with edit_note (oldText: the task's line)"),
-            ("read_note", "its section: read_note(path, section=[…])"),
-        )
-        if ctx.tools.has(tool)  # only the tools this server offers
+    ways = ctx.tools.ways_on(
+        ("edit_note", "tick one with edit_note (oldText: the task's line)"),
+        ("read_note", "its section: read_note(path, section=[…])"),
     )
     if found and ways:
-        answer.notice(f"{ways[0].upper()}{ways[1:]}.")
+        answer.notice(ways)
     return answer.output()
 
 
