@@ -38,6 +38,9 @@ MAX_READ_CHARS_LIMIT = 5 * 1024 * 1024
 MIN_CALL_BUDGET = 2.0
 #: Above an hour the "shorter than the host's timeout" promise means nothing.
 MAX_SECONDS = 3600.0
+#: TEAM_VAULT_LISTING_REUSE: its default and its most (``vault/listings.py`` says what it does).
+DEFAULT_LISTING_REUSE = 2.0
+MAX_LISTING_REUSE = 60.0
 
 USAGE = (
     "usage: TEAM_VAULT_URL=https://vault.example.com TEAM_VAULT_API_KEY=osync_... teamvault-mcp "
@@ -45,7 +48,7 @@ USAGE = (
     "TEAM_VAULT_ATTEMPT_TIMEOUT, TEAM_VAULT_LOG_LEVEL, TEAM_VAULT_CACHE_DIR, TEAM_VAULT_CACHE_MAX_MB, "
     "TEAM_VAULT_CACHE_NAMESPACE, TEAM_VAULT_AUDIT_LOG, TEAM_VAULT_WRITE_PREFIXES, TEAM_VAULT_SCHEMA_DIR, "
     "TEAM_VAULT_SINGLE_PROJECT, TEAM_VAULT_MAX_READ_CHARS, TEAM_VAULT_INSTRUCTIONS_NOTE, TEAM_VAULT_TOOLS, "
-    "TEAM_VAULT_PREFETCH, TEAM_VAULT_STDIO, TEAM_VAULT_STRUCTURED_CONTENT)"
+    "TEAM_VAULT_PREFETCH, TEAM_VAULT_LISTING_REUSE, TEAM_VAULT_STDIO, TEAM_VAULT_STRUCTURED_CONTENT)"
 )
 
 
@@ -86,6 +89,8 @@ class Config:
     tools_dropped: frozenset[str] = frozenset()
     #: Whether the server syncs the default project's notes in the background after start-up (TEAM_VAULT_PREFETCH).
     prefetch: bool = True
+    #: Seconds a big vault's listing is reused by the calls that read every note (TEAM_VAULT_LISTING_REUSE; 0: never).
+    listing_reuse_seconds: float = DEFAULT_LISTING_REUSE
     #: The stdio transport: ``lean`` (ours) or ``stock`` (the SDK's ``stdio_server``).
     stdio: str = "lean"
     #: Whether every tool declares an ``outputSchema`` and every result carries ``structuredContent`` holding all
@@ -137,6 +142,7 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
     read_only = _flag(environ, "TEAM_VAULT_READ_ONLY", problems)
     prefetch = _flag(environ, "TEAM_VAULT_PREFETCH", problems, default=True)
+    listing_reuse = _listing_reuse(environ, problems)
     call_budget = read_number(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
     attempt_timeout = read_number(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
     log_level = environ.get("TEAM_VAULT_LOG_LEVEL", "").strip().lower() or "warning"
@@ -160,17 +166,8 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     cache_max_mb = read_number(
         environ, "TEAM_VAULT_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, 0.0, problems, unit="megabytes", maximum=1e6
     )
-    stdio = environ.get("TEAM_VAULT_STDIO", "").strip().lower() or "lean"
-    if stdio not in STDIO_TRANSPORTS:
-        problems.append(
-            f"TEAM_VAULT_STDIO={environ['TEAM_VAULT_STDIO']!r} is not one of {', '.join(STDIO_TRANSPORTS)}."
-        )
-    structured = environ.get("TEAM_VAULT_STRUCTURED_CONTENT", "").strip().lower() or "off"
-    if structured not in STRUCTURED_CONTENT_VALUES:
-        problems.append(
-            f"TEAM_VAULT_STRUCTURED_CONTENT={environ['TEAM_VAULT_STRUCTURED_CONTENT']!r} is not one of "
-            f"{', '.join(STRUCTURED_CONTENT_VALUES)}."
-        )
+    stdio = _choice(environ, "TEAM_VAULT_STDIO", STDIO_TRANSPORTS, problems)
+    structured = _choice(environ, "TEAM_VAULT_STRUCTURED_CONTENT", STRUCTURED_CONTENT_VALUES, problems)
     if problems:
         # Belt and braces: a key pasted into the wrong variable must not be echoed either.
         raise ConfigError("\n".join(problems).replace(api_key, "***") if api_key else "\n".join(problems))
@@ -195,6 +192,7 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
         tools_named=tools_named,
         tools_dropped=tools_dropped,
         prefetch=prefetch,
+        listing_reuse_seconds=listing_reuse,
         stdio=stdio,
         structured_content=structured == "on",
     )
@@ -256,6 +254,32 @@ def read_number(
         lower = f"more than {minimum:g}" if minimum else "more than 0"
         problems.append(f"{name}={raw!r} is not a number of {unit} {lower} and at most {maximum:g}.")
         return default
+    return value
+
+
+def _choice(environ: Mapping[str, str], name: str, values: tuple[str, ...], problems: list[str]) -> str:
+    """One of ``values`` (any case), the first when unset."""
+    value = environ.get(name, "").strip().lower() or values[0]
+    if value not in values:
+        problems.append(f"{name}={environ[name]!r} is not one of {', '.join(values)}.")
+    return value
+
+
+def _listing_reuse(environ: Mapping[str, str], problems: list[str]) -> float:
+    """TEAM_VAULT_LISTING_REUSE: seconds from 0 (never reuse) to 60."""
+    raw = environ.get("TEAM_VAULT_LISTING_REUSE", "").strip()
+    if not raw:
+        return DEFAULT_LISTING_REUSE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 <= value <= MAX_LISTING_REUSE:
+        problems.append(
+            f"TEAM_VAULT_LISTING_REUSE={environ['TEAM_VAULT_LISTING_REUSE']!r} is not a number of seconds from 0 "
+            f"(always list) to {MAX_LISTING_REUSE:g}."
+        )
+        return DEFAULT_LISTING_REUSE
     return value
 
 

@@ -251,6 +251,8 @@ class ToolRunner:
         watch.clients.append(client)
         context = workspace.context(client, budget, token, project_id=args.get("projectId"), progress=progress)
         error: CallStop | None = None
+        if tool.writes:  # this call's own reads, and every call after it, see the vault as the write left it
+            workspace.kept_listings.forget()
         try:
             with self._notes_held(tool, args, budget, token):
                 output = tool.handler(context, args)
@@ -277,6 +279,8 @@ class ToolRunner:
                 "This is a bug in teamvault-mcp; the server keeps running."
             )
         finally:
+            if tool.writes:
+                workspace.kept_listings.forget()
             client.close()
             workspace.foreground.leave()
             with self._active_lock:

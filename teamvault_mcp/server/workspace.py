@@ -34,6 +34,7 @@ from teamvault_mcp.vault.ahead import CONNECTIONS_AHEAD, ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.listings import KeptListings
 from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.vault.sync import VaultSync
 
@@ -82,6 +83,8 @@ class Workspace:
         self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
         # links, tags, tasks, front matter by content hash (in memory, then on disk); the link graphs
         self.note_index = NoteIndex(stores=self.index_store_for)
+        # a big vault's last listing, reused for a moment by the calls that read every note
+        self.kept_listings = KeptListings(self.clock, config.listing_reuse_seconds)
         self.key_user = KeyUser()
         # One write to a note at a time, in this process (an empty table is falsy: compare with None).
         self.note_locks = note_locks if note_locks is not None else NoteLocks()

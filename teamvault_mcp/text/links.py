@@ -379,6 +379,7 @@ class VaultPaths:
             self._by_key.setdefault(key, []).append(path)
             self._by_name.setdefault(key.rpartition("/")[2], []).append((key, path))
         self._cache: dict[tuple[str, str, bool], str | None] = {}
+        self._alternatives: dict[tuple[str, str, bool], tuple[str, ...]] = {}
         self._by_target: dict[str, tuple[str | None, str | None]] = {}
         self._names: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._closest: dict[str, str | None] = {}
@@ -434,6 +435,15 @@ class VaultPaths:
         """The other files a link could mean: those that share the name it gives, when it names a file by name
         rather than by a path that picks one out; [] when it names one file (or none). ``resolve`` still says
         which one Obsidian takes."""
+        if not target:
+            return []
+        key = (target, source_path.rpartition("/")[0], markdown)  # what the answer depends on: as ``resolve``
+        known = self._alternatives.get(key)
+        if known is None:
+            known = self._alternatives[key] = tuple(self._alternatives_of(target, source_path, markdown))
+        return list(known)
+
+    def _alternatives_of(self, target: str, source_path: str, markdown: bool) -> list[str]:
         found = self.resolve(target, source_path, markdown=markdown)
         bare = target.lstrip("/")
         if found is None or not target or target.startswith("/"):

@@ -187,9 +187,24 @@ class FactsStore(Protocol):
         """Keep (hash, part, JSON) rows, at once."""
         ...
 
-    def save_listing(self, rows: Sequence[ListingRow]) -> None:
-        """Keep the project's whole listing: (path, id, contentHash, size, mtime) rows."""
+    def save_listing(self, files: Sequence[ListedFile]) -> None:
+        """Keep the project's whole listing: each file's path, id, contentHash, size and mtime."""
         ...
+
+
+class ListedFile(Protocol):
+    """A file of a listing, as a store keeps it (``vault/client.py``'s ``VaultFile`` is one)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def content_hash(self) -> str | None: ...
+    @property
+    def size(self) -> int | None: ...
+    @property
+    def updated_at(self) -> str | None: ...
 
 
 #: A note of a listing as a store keeps it: (path, id, contentHash, size, mtime).
@@ -336,27 +351,29 @@ class LinkGraph:
 
     def broken(self, sources: Iterable[str]) -> list[BrokenLink]:
         """The links of the notes ``sources`` (in that order) that resolve to no file."""
-        found: list[BrokenLink] = []
-        for source in sources:
-            entry = self.notes.get(source)
-            if entry is None:
-                continue
-            found += [BrokenLink(source, link) for link, target in zip(entry[1], entry[2], strict=True) if not target]
-        return found
+        return [item for source in sources for item in self._flagged.get(source, ((), ()))[0]]
 
     def ambiguous(self, sources: Iterable[str]) -> list[AmbiguousLink]:
         """The links of the notes ``sources`` (in that order) that resolve to one of several files of their name."""
-        found: list[AmbiguousLink] = []
-        for source in sources:
-            entry = self.notes.get(source)
-            if entry is None:
-                continue
-            for link, target in zip(entry[1], entry[2], strict=True):
+        return [item for source in sources for item in self._flagged.get(source, ((), ()))[1]]
+
+    @cached_property
+    def _flagged(self) -> dict[str, tuple[tuple[BrokenLink, ...], tuple[AmbiguousLink, ...]]]:
+        """Each note's broken and ambiguous links (only the notes with some), found once per graph: a graph is
+        kept while the vault is unchanged, and every ``broken_links`` asks for all of them."""
+        found: dict[str, tuple[tuple[BrokenLink, ...], tuple[AmbiguousLink, ...]]] = {}
+        for source, (_, links, targets) in self.notes.items():
+            broken: list[BrokenLink] = []
+            ambiguous: list[AmbiguousLink] = []
+            for link, target in zip(links, targets, strict=True):
                 if target is None:
+                    broken.append(BrokenLink(source, link))
                     continue
                 others = self.vault.alternatives(link.target, source, markdown=link.markdown)
                 if others:
-                    found.append(AmbiguousLink(source, link, target, tuple(others)))
+                    ambiguous.append(AmbiguousLink(source, link, target, tuple(others)))
+            if broken or ambiguous:
+                found[source] = (tuple(broken), tuple(ambiguous))
         return found
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.client import TeamVaultClient, VaultFile, VaultUser
     from teamvault_mcp.vault.interrupt import CancelToken
+    from teamvault_mcp.vault.listings import KeptListings
     from teamvault_mcp.vault.retry import Budget
     from teamvault_mcp.vault.sync import VaultSync
 
@@ -92,6 +93,8 @@ class WorkspaceView(Protocol):
     @property
     def note_index(self) -> NoteIndex: ...
     @property
+    def kept_listings(self) -> KeptListings: ...
+    @property
     def sync(self) -> VaultSync: ...
     @property
     def key_user(self) -> KeyUser: ...
@@ -138,6 +141,11 @@ class ToolContext:
     def note_index(self) -> NoteIndex:
         """The notes' links, tags, tasks and front matter, parsed once per content."""
         return self.workspace.note_index
+
+    @property
+    def kept_listings(self) -> KeptListings:
+        """A big vault's last listing, reused for a moment (``vault/listings.py``)."""
+        return self.workspace.kept_listings
 
     @property
     def sync(self) -> VaultSync:

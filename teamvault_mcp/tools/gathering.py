@@ -277,7 +277,7 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
         return None
 
     with gc_paused():
-        listing = ctx.client.list_files(project_id)
+        listing = ctx.kept_listings.files(ctx.client, project_id)
     files = [file for file in listing if file.file_type == "TEXT"]
     report.notes = len(files)
     report.listed.set()

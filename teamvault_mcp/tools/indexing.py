@@ -74,12 +74,13 @@ class IndexedNotes:
 
 
 def list_vault(ctx: ToolContext, project_id: str, prefix: str | None = None) -> list[VaultFile]:
-    """Every live file under ``prefix`` (a stored folder prefix; None: the whole vault), in one request."""
+    """Every live file under ``prefix`` (a stored folder prefix; None: the whole vault), in one request, or from
+    a big vault's listing of a moment ago (``vault/listings.py``)."""
     with gc_paused():  # a listing is thousands of objects at once
-        listing = ctx.client.list_files(project_id, prefix=prefix)
+        listing = ctx.kept_listings.files(ctx.client, project_id, prefix)
     store = note_index(ctx).store(project_id)
     if prefix is None and store is not None:  # the whole vault: the snapshot the store keeps
-        store.save_listing([(file.path, file.id, file.content_hash, file.size, file.updated_at) for file in listing])
+        store.save_listing(listing)
     return listing
 
 

@@ -63,7 +63,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         raise ToolInputError("The query has nothing to search for; give at least one word.")
     prefix = folder_prefix(args.get("prefix"))
     with gc_paused():  # a listing is thousands of objects at once
-        listing = ctx.client.list_files(project_id, prefix=prefix)
+        listing = ctx.kept_listings.files(ctx.client, project_id, prefix)
         files = [file for file in listing if file.file_type == "TEXT"]
     gathered = gather(ctx, project_id, files, listing=listing, scope=prefix)
     texts = Texts(ctx, project_id, gathered)
@@ -284,7 +284,12 @@ def _why_stopped(ctx: ToolContext, mode: str) -> str:
 def find_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     with gc_paused():
-        types = dict(ctx.client.list_paths(project_id))
+        kept = ctx.kept_listings.reusable(project_id)
+        types = (
+            {file.path: file.file_type for file in kept}
+            if kept is not None
+            else dict(ctx.client.list_paths(project_id))
+        )
         found = find_paths(args["query"], list(types), args.get("limit", DEFAULT_FOUND))
     query = json.dumps(args["query"], ensure_ascii=False)
     answer = Answer(query=args["query"], notes=[])

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
-from teamvault_mcp.text.noteindex import ListingRow
+from teamvault_mcp.text.noteindex import ListedFile, ListingRow
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ class IndexStore:
         self._connection: sqlite3.Connection | None = None
         self._failed = False  # could not be opened even afresh: off for this process
         self._listing_digest: int | None = None
+        self._listing_saved: Sequence[ListedFile] | None = None  # the listing those rows came from
         #: Files found foreign or corrupt and made again: how tests see a rebuild.
         self.rebuilt = 0
 
@@ -119,11 +120,15 @@ class IndexStore:
 
     # -- the listing --------------------------------------------------------------------------------
 
-    def save_listing(self, rows: Sequence[ListingRow]) -> None:
+    def save_listing(self, files: Sequence[ListedFile]) -> None:
         """Keep the project's whole listing (when it differs from the last one kept by this process), and drop
         the facts of contents no note has any more: the file holds one vault's facts, not its history."""
+        if files is self._listing_saved:  # a listing reused by several calls (``listings.py``): kept once
+            return
+        rows = [(file.path, file.id, file.content_hash, file.size, file.updated_at) for file in files]
         digest = hash(tuple(rows))
         if digest == self._listing_digest:
+            self._listing_saved = files
             return
         with self._session() as connection:
             if connection is None:
@@ -135,6 +140,7 @@ class IndexStore:
                 )
                 connection.execute("DELETE FROM facts WHERE hash NOT IN (SELECT content_hash FROM notes)")
             self._listing_digest = digest
+            self._listing_saved = files
 
     def listing(self) -> list[ListingRow]:
         """The last whole listing kept, by path."""
@@ -191,6 +197,7 @@ class IndexStore:
             self._delete_files()
         self.rebuilt += 1
         self._listing_digest = None
+        self._listing_saved = None
 
     def _open(self) -> sqlite3.Connection | None:
         try:
