@@ -28,9 +28,10 @@ import sys
 import time
 
 from teamvault_mcp.text import frontmatter
-from teamvault_mcp.text.links import VaultPaths, closest_note, parse_links
+from teamvault_mcp.text.links import parse_links
 from teamvault_mcp.text.prose import NoteText
 from teamvault_mcp.text.relink import rewrite_note_links
+from teamvault_mcp.text.resolution import VaultPaths, closest_note
 from teamvault_mcp.text.tags import note_tags
 from teamvault_mcp.text.tasks import note_tasks
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.sessions import Session, open_session
 
-from teamvault_mcp.text.links import VaultPaths
+from teamvault_mcp.text.resolution import VaultPaths
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,9 @@ import time
 import pytest
 
 from teamvault_mcp.errors import ToolInputError
-from teamvault_mcp.text.links import Link, VaultPaths, closest_note, parse_links, resolve_links
+from teamvault_mcp.text.links import Link, parse_links
 from teamvault_mcp.text.relink import rewrite_link, rewrite_note_links
+from teamvault_mcp.text.resolution import VaultPaths, closest_note, resolve_links
 
 # -- parsing --------------------------------------------------------------------------------------------------
 

@@ -12,10 +12,10 @@
   what memory lacks, and given what was parsed, as compact JSON (:func:`encode_part`,
   :func:`decode_part`; :data:`FACTS_VERSION` names the format and the parsers' rules).
 - :class:`LinkGraph`: every note's links resolved against the vault's paths
-  (:class:`~teamvault_mcp.text.links.VaultPaths`), with the backlinks of each file. The next
-  graph reuses a note's resolved links while its content and the vault's paths are unchanged;
-  a new, moved or deleted file can change where any bare name resolves, so then every link
-  is resolved again (84,000 links: about 0.4 s).
+  (:class:`~teamvault_mcp.text.resolution.VaultPaths`), with the backlinks of each file. The next
+  graph reuses a note's resolved links while its content is unchanged; a new, moved or deleted
+  file can change where a link to its name resolves, so then the notes with such a link are
+  resolved again, and only those (:func:`~teamvault_mcp.text.resolution.name_key`).
 - :class:`NoteIndex`: the facts, and the last graph of each project, for a server's calls.
 """
 
@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple, Protocol
 
-from teamvault_mcp.text.links import Link, VaultPaths, parse_links
+from teamvault_mcp.text.links import Link, parse_links
 from teamvault_mcp.text.prose import NoteText
+from teamvault_mcp.text.resolution import VaultPaths, name_key, names_of
 from teamvault_mcp.text.tags import NoteTags, Tag, note_tags
 from teamvault_mcp.text.tasks import Task, note_tasks
 
@@ -381,12 +382,33 @@ Resolved = tuple[str, tuple[LinkFact, ...], tuple[str | None, ...]]  # (content 
 
 
 class _Resolutions:
-    """One project's links resolved against one set of its paths: by note, and the last graph made of them."""
+    """One project's links resolved against one set of its paths: by note, and the last graph made of them.
+
+    ``names``: by note, the :func:`~teamvault_mcp.text.resolution.name_key` of each of its links' targets, so that
+    when files come or go only the notes linking to a name they have are resolved again (:meth:`changed`).
+    """
 
     def __init__(self, vault: VaultPaths) -> None:
         self.vault = vault
         self.by_path: dict[str, Resolved] = {}
+        self.names: dict[str, frozenset[str | None]] = {}
         self.last: LinkGraph | None = None
+
+    def keep(self, path: str, resolved: Resolved) -> None:
+        self.by_path[path] = resolved
+        self.names[path] = frozenset(name_key(link.target) for link in resolved[1])
+
+    def changed(self, all_paths: frozenset[str]) -> _Resolutions:
+        """These resolutions for the vault's new ``all_paths``: a note keeps its resolved links unless one of
+        them names a file that came or went (or ends in ``.``, ``..`` or ``/``: anything may change it)."""
+        after = _Resolutions(self.vault.changed(all_paths))
+        touched: set[str | None] = {None, *names_of(self.vault.paths ^ all_paths)}  # None: a target of any name
+        for path, resolved in self.by_path.items():
+            names = self.names[path]
+            if names.isdisjoint(touched):
+                after.by_path[path] = resolved
+                after.names[path] = names
+        return after
 
 
 class NoteIndex:
@@ -442,7 +464,8 @@ class NoteIndex:
                 known = state.by_path.get(path)
                 if known is None or known[0] != content_hash:
                     targets = tuple(state.vault.resolve(link.target, path, markdown=link.markdown) for link in links)
-                    known = state.by_path[path] = (content_hash, links, targets)
+                    known = (content_hash, links, targets)
+                    state.keep(path, known)
                     self.resolved += len(links)
                 resolved[path] = known
             graph = LinkGraph(state.vault, resolved)
@@ -453,8 +476,10 @@ class NoteIndex:
     def _resolutions(self, project_id: str, all_paths: frozenset[str]) -> _Resolutions:
         """The project's resolutions for these paths (new ones when its paths changed); under the lock."""
         state = self._projects.get(project_id)
-        if state is None or state.vault.paths != all_paths:
+        if state is None:
             state = self._projects[project_id] = _Resolutions(VaultPaths(all_paths))
+        elif state.vault.paths != all_paths:
+            state = self._projects[project_id] = state.changed(all_paths)
         self._projects.move_to_end(project_id)
         while len(self._projects) > GRAPHS_KEPT:
             self._projects.popitem(last=False)

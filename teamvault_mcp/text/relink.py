@@ -34,8 +34,9 @@ from urllib.parse import quote
 
 from teamvault_mcp.errors import Suggest, ToolInputError
 from teamvault_mcp.text.frontmatter import FrontMatterError
-from teamvault_mcp.text.links import MARKDOWN_EXTENSION, Link, VaultPaths, as_vault, parse_links
+from teamvault_mcp.text.links import MARKDOWN_EXTENSION, Link, parse_links
 from teamvault_mcp.text.prose import NoteText
+from teamvault_mcp.text.resolution import VaultPaths, as_vault
 
 #: Characters a Markdown destination keeps as they are: what a path needs, unreserved and sub-delimiters.
 _SAFE_IN_DESTINATION = "/!$&'*+,;=:@-._~"

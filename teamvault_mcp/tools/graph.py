@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NoteNotFoundError
-from teamvault_mcp.text.links import MAX_LINKS_PER_NOTE, path_key
+from teamvault_mcp.text.links import MAX_LINKS_PER_NOTE
 from teamvault_mcp.text.paths import folder_prefix, stored_path_of
 from teamvault_mcp.text.properties import (
     MISSING,
@@ -27,6 +27,7 @@ from teamvault_mcp.text.properties import (
     unknown_fields,
 )
 from teamvault_mcp.text.prose import unindexed_notice
+from teamvault_mcp.text.resolution import path_key
 from teamvault_mcp.text.tags import MAX_TAGS_PER_NOTE, carries, count_tags, tag_key, tag_levels
 from teamvault_mcp.text.tasks import MAX_TASKS_PER_NOTE, STATUS_CHOICES, Person, select_tasks
 from teamvault_mcp.tools.answer import Answer

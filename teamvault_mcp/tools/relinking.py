@@ -32,8 +32,8 @@ from teamvault_mcp.errors import (
     short_hash,
 )
 from teamvault_mcp.text.frontmatter import FrontMatterError
-from teamvault_mcp.text.links import path_key
 from teamvault_mcp.text.relink import LinkChange, rewrite_note_links
+from teamvault_mcp.text.resolution import path_key
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.indexing import index_notes, is_markdown, link_graph, list_vault, texts_of
