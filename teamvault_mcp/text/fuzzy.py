@@ -15,17 +15,24 @@ from dataclasses import dataclass
 from teamvault_mcp.text.folding import fold
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PathKey:
-    """A path as the searches compare it (``search.py`` asks for the folded path too)."""
+    """A path as the sieve of :func:`find_paths` compares it, kept per path: every path is looked at on every call."""
 
     folded: str  # the whole path, folded
     name: str  # the file name without its extension, folded
+    mask: int  # every word's trigrams as bits (see _bits): a quick first sieve
+
+
+@dataclass(frozen=True)
+class _Spelling:
+    """A path's spelling as the detailed comparison reads it: made for the few candidates only, never kept (the
+    trigram sets of 100,000 paths took 500 MB)."""
+
     compact: str  # the path folded, without separators
     trigrams: frozenset[str]  # of the name
     word_trigrams: tuple[frozenset[str], ...]  # of each word of the path (folders and name)
     words: tuple[str, ...]  # the words of the path (folders and name), folded
-    mask: int  # every word's trigrams as bits (see _bits): a quick first sieve
 
 
 _PATH_KEYS: dict[str, PathKey] = {}  # computed once per path; see find_paths for the bound
@@ -43,17 +50,14 @@ def _make_path_key(path: str) -> PathKey:
     folded = fold(path)
     name = folded.rsplit("/", 1)[-1]
     name = name.rsplit(".", 1)[0] if "." in name[1:] else name
+    return PathKey(folded, name, _bits(frozenset().union(*_spelling_of(folded).word_trigrams)))
+
+
+def _spelling_of(folded: str) -> _Spelling:
+    name = folded.rsplit("/", 1)[-1]
+    name = name.rsplit(".", 1)[0] if "." in name[1:] else name
     words = [word for word in _SEPARATORS.split(folded.rsplit(".", 1)[0]) if word]
-    word_trigrams = tuple(_trigrams(word) for word in words)
-    return PathKey(
-        folded,
-        name,
-        _compact(folded),
-        _trigrams(name),
-        word_trigrams,
-        tuple(words),
-        _bits(frozenset().union(*word_trigrams)),
-    )
+    return _Spelling(_compact(folded), _trigrams(name), tuple(_trigrams(word) for word in words), tuple(words))
 
 
 _TRIGRAM_BITS: dict[str, int] = {}  # each trigram ever seen gets a bit: shared trigrams become `a & b`
@@ -116,7 +120,7 @@ def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, floa
                 scored.append((75.0, path))
     fuzzy.sort(key=lambda pair: -pair[0])
     for _, path in fuzzy[:FUZZY_CANDIDATES]:  # spelling compared in detail only for the likeliest
-        key = path_key(path)
+        key = _spelling_of(path_key(path).folded)
         typos = sum(max((_dice(w, t) for t in key.word_trigrams), default=0.0) for w in word_grams) / len(words)
         edits = sum(max((_edit_likeness(w, t) for t in key.words), default=0.0) for w in words) / len(words)
         score = max(_subsequence(compact, key.compact), 70 * _dice(grams, key.trigrams), 70 * typos, 70 * edits)
