@@ -120,10 +120,12 @@ def find_paths(query: str, paths: list[str], limit: int) -> list[tuple[str, floa
                 scored.append((75.0, path))
     fuzzy.sort(key=lambda pair: -pair[0])
     for _, path in fuzzy[:FUZZY_CANDIDATES]:  # spelling compared in detail only for the likeliest
-        key = _spelling_of(path_key(path).folded)
-        typos = sum(max((_dice(w, t) for t in key.word_trigrams), default=0.0) for w in word_grams) / len(words)
-        edits = sum(max((_edit_likeness(w, t) for t in key.words), default=0.0) for w in words) / len(words)
-        score = max(_subsequence(compact, key.compact), 70 * _dice(grams, key.trigrams), 70 * typos, 70 * edits)
+        spelling = _spelling_of(path_key(path).folded)
+        typos = sum(max((_dice(w, t) for t in spelling.word_trigrams), default=0.0) for w in word_grams) / len(words)
+        edits = sum(max((_edit_likeness(w, t) for t in spelling.words), default=0.0) for w in words) / len(words)
+        score = max(
+            _subsequence(compact, spelling.compact), 70 * _dice(grams, spelling.trigrams), 70 * typos, 70 * edits
+        )
         if score >= 30:
             scored.append((score, path))
     scored.sort(key=lambda pair: (-pair[0], len(pair[1]), pair[1]))
