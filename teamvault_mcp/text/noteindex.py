@@ -320,16 +320,22 @@ class AmbiguousLink:
     others: tuple[str, ...]
 
 
+#: A note's broken and ambiguous links, found as its links are resolved (only notes with some are kept).
+Flagged = tuple[tuple[BrokenLink, ...], tuple[AmbiguousLink, ...]]
+
+
 class LinkGraph:
     """The notes' links resolved against one set of vault paths.
 
     ``notes`` maps each Markdown note read to (its content hash, its links, where each resolves:
-    a path, or None when it resolves to no file).
+    a path, or None when it resolves to no file); ``flagged``: the broken and ambiguous links of those
+    of them that have some.
     """
 
-    def __init__(self, vault: VaultPaths, notes: dict[str, Resolved]) -> None:
+    def __init__(self, vault: VaultPaths, notes: dict[str, Resolved], flagged: dict[str, Flagged]) -> None:
         self.vault = vault
         self.notes = notes
+        self._flagged = flagged
 
     def outgoing(self, path: str) -> list[tuple[LinkFact, str | None]]:
         """The links of the note at ``path``, in order, each with the file it resolves to."""
@@ -338,16 +344,22 @@ class LinkGraph:
 
     def incoming(self, path: str) -> list[Backlink]:
         """The links in other notes that resolve to ``path``, by source path and line."""
-        return self._backlinks.get(path, [])
+        found = []
+        for source in self._sources.get(path, ()):
+            _, links, targets = self.notes[source]
+            found += [Backlink(source, link) for link, target in zip(links, targets, strict=True) if target == path]
+        return found
 
     @cached_property
-    def _backlinks(self) -> dict[str, list[Backlink]]:
-        found: dict[str, list[Backlink]] = {}
+    def _sources(self) -> dict[str, list[str]]:
+        """By file, the notes with a link to it, by path: a path per note, not an object per link (a vault of
+        100,000 notes has 1.5 million links)."""
+        found: dict[str, list[str]] = {}
         for source in sorted(self.notes):
-            _, links, targets = self.notes[source]
-            for link, target in zip(links, targets, strict=True):
+            _, _, targets = self.notes[source]
+            for target in dict.fromkeys(targets):
                 if target is not None and target != source:
-                    found.setdefault(target, []).append(Backlink(source, link))
+                    found.setdefault(target, []).append(source)
         return found
 
     def broken(self, sources: Iterable[str]) -> list[BrokenLink]:
@@ -358,24 +370,19 @@ class LinkGraph:
         """The links of the notes ``sources`` (in that order) that resolve to one of several files of their name."""
         return [item for source in sources for item in self._flagged.get(source, ((), ()))[1]]
 
-    @cached_property
-    def _flagged(self) -> dict[str, tuple[tuple[BrokenLink, ...], tuple[AmbiguousLink, ...]]]:
-        """Each note's broken and ambiguous links (only the notes with some), found once per graph: a graph is
-        kept while the vault is unchanged, and every ``broken_links`` asks for all of them."""
-        found: dict[str, tuple[tuple[BrokenLink, ...], tuple[AmbiguousLink, ...]]] = {}
-        for source, (_, links, targets) in self.notes.items():
-            broken: list[BrokenLink] = []
-            ambiguous: list[AmbiguousLink] = []
-            for link, target in zip(links, targets, strict=True):
-                if target is None:
-                    broken.append(BrokenLink(source, link))
-                    continue
-                others = self.vault.alternatives(link.target, source, markdown=link.markdown)
-                if others:
-                    ambiguous.append(AmbiguousLink(source, link, target, tuple(others)))
-            if broken or ambiguous:
-                found[source] = (tuple(broken), tuple(ambiguous))
-        return found
+
+def flagged_links(vault: VaultPaths, source: str, links: Sequence[LinkFact], targets: Sequence[str | None]) -> Flagged:
+    """The links of the note at ``source`` that resolve to no file, and those that name a file several share."""
+    broken: list[BrokenLink] = []
+    ambiguous: list[AmbiguousLink] = []
+    for link, target in zip(links, targets, strict=True):
+        if target is None:
+            broken.append(BrokenLink(source, link))
+            continue
+        others = vault.alternatives(link.target, source, markdown=link.markdown)
+        if others:
+            ambiguous.append(AmbiguousLink(source, link, target, tuple(others)))
+    return tuple(broken), tuple(ambiguous)
 
 
 Resolved = tuple[str, tuple[LinkFact, ...], tuple[str | None, ...]]  # (content hash, links, where each resolves)
@@ -392,11 +399,20 @@ class _Resolutions:
         self.vault = vault
         self.by_path: dict[str, Resolved] = {}
         self.names: dict[str, frozenset[str | None]] = {}
+        self.flagged: dict[str, Flagged] = {}
         self.last: LinkGraph | None = None
 
-    def keep(self, path: str, resolved: Resolved) -> None:
-        self.by_path[path] = resolved
-        self.names[path] = frozenset(name_key(link.target) for link in resolved[1])
+    def resolve(self, path: str, content_hash: str, links: tuple[LinkFact, ...]) -> Resolved:
+        """The note's links resolved, kept with their names and the broken and ambiguous ones among them."""
+        targets = tuple(self.vault.resolve(link.target, path, markdown=link.markdown) for link in links)
+        resolved = self.by_path[path] = (content_hash, links, targets)
+        self.names[path] = frozenset(name_key(link.target) for link in links)
+        flagged = flagged_links(self.vault, path, links, targets)
+        if flagged[0] or flagged[1]:
+            self.flagged[path] = flagged
+        else:
+            self.flagged.pop(path, None)
+        return resolved
 
     def changed(self, all_paths: frozenset[str]) -> _Resolutions:
         """These resolutions for the vault's new ``all_paths``: a note keeps its resolved links unless one of
@@ -405,9 +421,11 @@ class _Resolutions:
         touched: set[str | None] = {None, *names_of(self.vault.paths ^ all_paths)}  # None: a target of any name
         for path, resolved in self.by_path.items():
             names = self.names[path]
-            if names.isdisjoint(touched):
+            if path in all_paths and names.isdisjoint(touched):
                 after.by_path[path] = resolved
                 after.names[path] = names
+                if path in self.flagged:
+                    after.flagged[path] = self.flagged[path]
         return after
 
 
@@ -463,12 +481,11 @@ class NoteIndex:
             for path, (content_hash, links) in notes.items():
                 known = state.by_path.get(path)
                 if known is None or known[0] != content_hash:
-                    targets = tuple(state.vault.resolve(link.target, path, markdown=link.markdown) for link in links)
-                    known = (content_hash, links, targets)
-                    state.keep(path, known)
+                    known = state.resolve(path, content_hash, links)
                     self.resolved += len(links)
                 resolved[path] = known
-            graph = LinkGraph(state.vault, resolved)
+            flagged = {path: state.flagged[path] for path in resolved if path in state.flagged}
+            graph = LinkGraph(state.vault, resolved, flagged)
             if keep:
                 state.last = graph
             return graph

@@ -30,8 +30,16 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator
+from typing import TypeVar
 
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION, Link
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: Answers one :class:`VaultPaths` keeps of each kind (resolutions, alternatives, closest names): they save work
+#: while a vault's links are resolved; the resolved links themselves are kept by ``noteindex.py``.
+ANSWERS_KEPT = 100_000
 
 _NAME_NOISE = re.compile(r"[\W_]+")
 
@@ -127,7 +135,7 @@ class VaultPaths:
         key = (target, folder, markdown)
         if key in self._cache:
             return self._cache[key]
-        found = self._cache[key] = self._resolve(target, folder, markdown)
+        found = _remember(self._cache, key, self._resolve(target, folder, markdown))
         return found
 
     def _resolve(self, target: str, folder: str, markdown: bool) -> str | None:
@@ -153,10 +161,13 @@ class VaultPaths:
         key = (target, source_path.rpartition("/")[0], markdown)  # what the answer depends on: as ``resolve``
         known = self._alternatives.get(key)
         if known is None:
-            known = self._alternatives[key] = tuple(self._alternatives_of(target, source_path, markdown))
+            known = _remember(self._alternatives, key, tuple(self._alternatives_of(target, source_path, markdown)))
         return list(known)
 
     def _alternatives_of(self, target: str, source_path: str, markdown: bool) -> list[str]:
+        name = name_key(target)
+        if name is not None and self._sharing(name) < 2:
+            return []  # no two files have a name it could mean: most links
         found = self.resolve(target, source_path, markdown=markdown)
         bare = target.lstrip("/")
         if found is None or not target or target.startswith("/"):
@@ -168,6 +179,15 @@ class VaultPaths:
             return []  # a Markdown link's path is relative to its note: it picked that file out
         matches = self._suffix_matches(names)
         return [path for path in matches if path != found] if found in matches else []
+
+    def _sharing(self, name: str) -> int:
+        """How many files a target of this :func:`name_key` could name (its name, or its name with ``.md``)."""
+        count = len(self._by_name.get(name, ()))
+        return (
+            count
+            if name.endswith(MARKDOWN_EXTENSION)
+            else count + len(self._by_name.get(name + MARKDOWN_EXTENSION, ()))
+        )
 
     def _suffix_matches(self, names: list[str]) -> list[str]:
         """Every file whose path ends with one of ``names`` (a whole segment at least), best first."""
@@ -190,7 +210,7 @@ class VaultPaths:
         """What ``target`` names wherever the linking note is: the path from the root, and the best suffix match."""
         found = self._by_target.get(target)
         if found is None:
-            found = self._by_target[target] = (self._first("", names), self._suffix_match(names))
+            found = _remember(self._by_target, target, (self._first("", names), self._suffix_match(names)))
         return found
 
     def _suffix_match(self, names: list[str]) -> str | None:
@@ -215,9 +235,9 @@ class VaultPaths:
     def closest(self, name: str) -> str | None:
         """:func:`closest_note` in this vault, cached per name."""
         wanted = path_key(_display_name(name.strip()))
-        if wanted not in self._closest:
-            self._closest[wanted] = _closest(wanted, *self.display_names()) if wanted else None
-        return self._closest[wanted]
+        if wanted in self._closest:
+            return self._closest[wanted]
+        return _remember(self._closest, wanted, _closest(wanted, *self.display_names()) if wanted else None)
 
     def display_names(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """Each file's name as a link shows it (a note without ``.md``), case folded → its files, best first;
@@ -231,6 +251,14 @@ class VaultPaths:
                 squeezed.setdefault(_NAME_NOISE.sub("", name), []).append(path)
             self._names = (names, squeezed)
         return self._names
+
+
+def _remember(cache: dict[K, V], key: K, value: V) -> V:
+    """``cache[key] = value``, the cache emptied first once it holds :data:`ANSWERS_KEPT` answers."""
+    if len(cache) >= ANSWERS_KEPT:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def as_vault(vault_paths: VaultPaths | Collection[str]) -> VaultPaths:
