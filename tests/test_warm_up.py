@@ -186,3 +186,81 @@ async def test_a_search_during_the_warm_up_waits_for_the_notes_in_flight_and_rep
         await await_until(report.done.is_set, "the warm-up ending")
     finally:
         runner.close()
+
+
+# -- the warm-up's index: every note's links, tags, tasks and front matter -----------------------------------
+
+
+def linked_note(number: int) -> bytes:
+    front_matter = f"---\nstatus: s{number % 3}\n---\n"
+    return f"{front_matter}# Note {number}\n\n#topic/{number % 4} [[n{number + 1}]]\n- [ ] t{number}\n".encode()
+
+
+async def test_after_the_warm_up_the_first_graph_calls_parse_nothing(vault: LocalVault, tmp_path: Path) -> None:
+    for number in range(10):
+        seed(vault, f"c/n{number}.md", linked_note(number))
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        warmed(runner)
+        report = runner.workspace.warm_up
+        assert report is not None and (report.to_index, report.indexed, report.stopped) == (30, 30, None)
+        facts = runner.workspace.note_index.facts
+        parsed = facts.parsed
+        assert parsed == 30 * 4  # links, tags, tasks, front matter: each note's every part, once
+        for tool, arguments in [
+            ("list_tags", {}),
+            ("list_tasks", {}),
+            ("note_links", {"path": "c/n3.md"}),
+            ("query_notes", {"where": {"status": "s1"}}),
+        ]:
+            text, is_error, _ = await call_once(runner, tool, **arguments)
+            assert not is_error, text
+        assert facts.parsed == parsed
+    finally:
+        runner.close()
+
+
+async def test_a_restart_after_the_warm_up_indexes_from_the_store_not_by_parsing(
+    vault: LocalVault, tmp_path: Path
+) -> None:
+    for number in range(10):
+        seed(vault, f"c/n{number}.md", linked_note(number))
+    first = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    warmed(first)
+    first.close()
+    again = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        warmed(again)
+        report = again.workspace.warm_up
+        assert report is not None and report.indexed == 30
+        assert again.workspace.note_index.facts.parsed == 0
+    finally:
+        again.close()
+
+
+def test_without_a_cache_directory_the_warm_up_indexes_nothing(vault: LocalVault) -> None:
+    runner = runner_on(vault, cache_dir=None, call_budget=30.0)
+    try:
+        warmed(runner)
+        report = runner.workspace.warm_up
+        assert report is not None and (report.to_index, report.indexed) == (0, 0)
+        assert runner.workspace.note_index.facts.parsed == 0
+    finally:
+        runner.close()
+
+
+def test_the_warm_ups_index_waits_while_a_call_runs(vault: LocalVault, tmp_path: Path) -> None:
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    foreground = runner.workspace.foreground
+    foreground.enter()  # a call runs
+    try:
+        report = runner.start_warm_up()
+        wait_until(lambda: foreground.stepped_aside > 0, "the warm-up stepping aside")
+        assert report.indexed == 0 and runner.workspace.note_index.facts.parsed == 0
+    finally:
+        foreground.leave()
+    try:
+        wait_until(report.done.is_set, "the warm-up ending")
+        assert report.indexed == 20
+    finally:
+        runner.close()

@@ -26,6 +26,7 @@ from teamvault_mcp.text.noteindex import FACTS_VERSION, NoteIndex
 from teamvault_mcp.text.search import SearchIndex
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolSet
 from teamvault_mcp.tools.gathering import warm_up
+from teamvault_mcp.tools.indexing import index_in_background
 from teamvault_mcp.tools.note_locks import NoteLocks
 from teamvault_mcp.tools.schema_registry import SCHEMA_LOAD_LIMIT, SchemaRegistry
 from teamvault_mcp.tools.spec import Tool
@@ -208,7 +209,8 @@ class Workspace:
 
     def start_warm_up(self) -> WarmUp:
         """Open connections to the server ahead of the first call and, unless TEAM_VAULT_PREFETCH=off, sync
-        the default project's notes into the cache and the search index, in a background thread (once)."""
+        the default project's notes into the cache and the search index, then index their links, tags, tasks and
+        front matter (``indexing.index_in_background``), in a background thread (once)."""
         with self._lock:
             if self.warm_up is None:
                 self.warm_up = WarmUp()
@@ -232,7 +234,10 @@ class Workspace:
             if not self.config.prefetch or not self.config.project_id or self._warm_token.cancelled:
                 return
             client = self.client(budget, self._warm_token)
-            warm_up(self.context(client, budget, self._warm_token), self.foreground, report)
+            context = self.context(client, budget, self._warm_token)
+            listing = warm_up(context, self.foreground, report)
+            if report.stopped is None:
+                index_in_background(context, self.foreground, report, listing)
         except (TeamVaultError, CallCancelledError) as error:  # a cancel (the server closing) stops it too
             report.stopped = str(error)
             log.info("the warm-up stopped: %s", error)

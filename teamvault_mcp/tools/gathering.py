@@ -254,8 +254,9 @@ def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: th
 # -- the warm-up ---------------------------------------------------------------------------------------
 
 
-def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
-    """Put the default project's notes into the disk cache and the search index, stepping aside for calls.
+def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> list[VaultFile]:
+    """Put the default project's notes into the disk cache and the search index, stepping aside for calls; the
+    listing it worked from.
 
     One listing; the notes the disk cache has go into the index, the others are fetched by
     the session's sync with :data:`WARM_UP_WORKERS` workers. Before each note read from the
@@ -289,14 +290,14 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
         stop = keep_going()
         if stop is not None:
             report.stopped = stop
-            return
+            return listing
         already = file.content_hash is not None and index.get(file.content_hash) is not None
         if known(file, index, cache) is None:
             missing.append(file)
         elif not already:
             report.from_cache += 1
     if not missing:
-        return
+        return listing
     project = (ctx.sync or VaultSync()).project(project_id, cache, indexer(index, cache))
     report.stopped, settled = project.fetch(
         ctx.client,
@@ -308,3 +309,4 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> None:
         step_aside=step_aside,
     )
     report.fetched = sum(1 for content_hash in settled.values() if content_hash is not None)
+    return listing

@@ -18,23 +18,32 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import CallCancelledError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION
-from teamvault_mcp.text.noteindex import LinkGraph, NoteFacts, NoteIndex
+from teamvault_mcp.text.noteindex import PARTS, LinkGraph, NoteFacts, NoteIndex
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused
 from teamvault_mcp.tools.spec import Handler
 
 if TYPE_CHECKING:
+    from teamvault_mcp.vault.background import Foreground, WarmUp
     from teamvault_mcp.vault.client import VaultFile
+
+log = logging.getLogger(__name__)
 
 #: Parsing stops when less than this is left of the call's budget: time to answer.
 ANSWER_SECONDS = 1.0
+#: Notes the warm-up indexes at a time (:func:`index_in_background`): one store query and one write each.
+WARM_INDEX_CHUNK = 500
+
+#: Called before each note parsed: where the warm-up steps aside for calls.
+Pause = Callable[[], None]
 
 
 def is_markdown(file: VaultFile) -> bool:
@@ -95,7 +104,6 @@ def index_notes(
 ) -> IndexedNotes:
     """The Markdown notes of ``listing`` under ``prefix`` (or just those at ``paths``) with ``parts`` of their
     facts: from the index, else read and parsed while the budget allows."""
-    index = note_index(ctx)
     notes = sorted(
         (
             file
@@ -106,7 +114,16 @@ def index_notes(
         ),
         key=lambda file: file.path,
     )
-    indexed = IndexedNotes(listing, notes)
+    return _indexed(ctx, project_id, IndexedNotes(listing, notes), parts)
+
+
+def _indexed(
+    ctx: ToolContext, project_id: str, indexed: IndexedNotes, parts: Collection[str], pause: Pause | None = None
+) -> IndexedNotes:
+    """``indexed.notes`` with ``parts`` of their facts: memory, else the store, else read and parsed; ``pause``
+    is called before each note parsed (the warm-up steps aside there)."""
+    index = note_index(ctx)
+    notes = indexed.notes
     unread: list[VaultFile] = []
     for file in notes:
         content_hash = file.content_hash
@@ -129,7 +146,7 @@ def index_notes(
             indexed.hashes[file.path] = file.content_hash or ""
         unread = still
     if unread:
-        _read_and_parse(ctx, project_id, unread, parts, indexed, index)
+        _read_and_parse(ctx, project_id, unread, parts, indexed, index, pause)
     return indexed
 
 
@@ -140,13 +157,14 @@ def _read_and_parse(
     parts: Collection[str],
     indexed: IndexedNotes,
     index: NoteIndex,
+    pause: Pause | None,
 ) -> None:
     gathered = gather(ctx, project_id, unread)
     texts = Texts(ctx, project_id, gathered)
     indexed.why_partial = gathered.why_partial
     parsed: dict[str, NoteFacts] = {}
     try:
-        _parse(ctx, gathered, texts, parts, indexed, index, parsed)
+        _parse(ctx, gathered, texts, parts, indexed, index, parsed, pause)
     finally:  # what was parsed is kept, even when the call stops early
         store = index.store(project_id)
         if store is not None and parsed:
@@ -161,10 +179,13 @@ def _parse(
     indexed: IndexedNotes,
     index: NoteIndex,
     parsed: dict[str, NoteFacts],
+    pause: Pause | None,
 ) -> None:
     last_report = 0.0
     with gc_paused():  # a note's parse makes thousands of small objects
         for done, (file, entry) in enumerate(sorted(gathered.ready, key=lambda pair: pair[0].path)):
+            if pause is not None:
+                pause()
             if ctx.token is not None and ctx.token.cancelled:
                 raise CallCancelledError()
             if ctx.budget is not None and ctx.budget.remaining() < ANSWER_SECONDS:
@@ -181,6 +202,33 @@ def _parse(
             if ctx.progress is not None and time.monotonic() - last_report >= PROGRESS_EVERY:
                 last_report = time.monotonic()
                 ctx.progress(done + 1, len(gathered.ready), f"read {done + 1} of {len(gathered.ready)} new notes")
+
+
+def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp, listing: list[VaultFile]) -> None:
+    """The warm-up's second part, after its sync: every Markdown note of the default project with its links, tags,
+    tasks and front matter in the index, so that the first ``list_tags`` of a big vault parses nothing. It steps
+    aside before each note while a call runs, and does nothing when the facts have no store on disk (they would not
+    stay: memory holds a bounded part of them). A call that comes first reads and indexes what it needs itself.
+    ``listing``: the one the sync worked from (the whole project)."""
+    project_id = ctx.default_project_id
+    assert project_id is not None and ctx.token is not None
+    token = ctx.token
+    if note_index(ctx).store(project_id) is None:
+        return
+    notes = sorted((file for file in listing if is_markdown(file)), key=lambda file: file.path)
+    report.to_index = len(notes)
+
+    def step_aside() -> None:
+        foreground.wait_until_idle(token.event)
+
+    for start in range(0, len(notes), WARM_INDEX_CHUNK):
+        step_aside()
+        if token.cancelled or (ctx.budget is not None and ctx.budget.remaining() < ANSWER_SECONDS):
+            report.stopped = "the server is stopping" if token.cancelled else "its time ran out"
+            return
+        chunk = IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK])
+        report.indexed += len(_indexed(ctx, project_id, chunk, PARTS, step_aside).facts)
+        log.info("the warm-up indexed %s of %s notes", f"{report.indexed:,}", f"{len(notes):,}")
 
 
 def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[str, str]:

@@ -67,5 +67,8 @@ class WarmUp:
     notes: int = 0
     from_cache: int = 0
     fetched: int = 0
+    #: Markdown notes whose links, tags, tasks and front matter it set out to index; those at hand when it ended.
+    to_index: int = 0
+    indexed: int = 0
     #: Why it ended before every note was in the index (None: it did not, or it had nothing to do).
     stopped: str | None = None
