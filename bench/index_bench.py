@@ -23,12 +23,14 @@ A partial answer is one whose text says ``[Partial``, as every tool's does (the 
 result (the budget's "Out of time", say) is shown as such, timed.
 Printed: a line per phase as it ends, then the growth table in Markdown for docs/benchmarks.md.
 
+``--cache-mb N`` sets the server's ``TEAM_VAULT_CACHE_MAX_MB`` (a vault bigger than the cache's bound, 512 MB by
+default, is downloaded again by every search: 100,000 notes of ~4 KB take about 800 MB on disk).
 ``--package DIR`` runs the server on the ``teamvault_mcp`` package under DIR (``git archive main teamvault_mcp
 | tar -x -C DIR``), for a before/after; the local vault always runs from this tree. ``--data-root DIR`` keeps
 the seeded vaults there (``DIR/<notes>``) and reuses them on the next run.
 
     .venv/bin/python bench/index_bench.py [--sizes 1000,5000,20000,50000,100000] [--repeat 20] [--rtt-ms 40]
-        [--package DIR] [--data-root DIR]
+        [--package DIR] [--data-root DIR] [--cache-mb N]
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ from teamvault_mcp.localvault import LocalVault, blobs
 from teamvault_mcp.localvault.store import Change
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Settings of the server under test that options give (``--cache-mb``).
+SERVER_ENV: dict[str, str] = {}
 HUBS = 5
 #: Each of the tools the issue measures warm, and its arguments.
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -202,6 +206,7 @@ class Server:
             **self.vault_env,
             "PYTHONPATH": str(self.package),
             "TEAM_VAULT_CACHE_DIR": str(self.cache),
+            **SERVER_ENV,
         }
         self.host = StdioHost([sys.executable, "-m", "teamvault_mcp"], env, cwd=str(self.package))
         self.host.initialize()
@@ -369,7 +374,10 @@ def main() -> None:
     parser.add_argument("--rtt-ms", type=float, help="also the cold call through a delay proxy of this round trip")
     parser.add_argument("--package", help="run the server on the teamvault_mcp package under this directory")
     parser.add_argument("--data-root", help="keep the seeded vaults here and reuse them")
+    parser.add_argument("--cache-mb", help="TEAM_VAULT_CACHE_MAX_MB of the server under test (default: its own)")
     options = parser.parse_args()
+    if options.cache_mb:
+        SERVER_ENV["TEAM_VAULT_CACHE_MAX_MB"] = options.cache_mb
     say(f"command: {sys.executable} {' '.join(sys.argv)}   (cores: {os.cpu_count()})")
     sizes = []
     with tempfile.TemporaryDirectory() as work:

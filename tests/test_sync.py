@@ -40,7 +40,9 @@ from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault.archive import ArchiveRefused, Expected, Skipped, verified_entries
 from teamvault_mcp.vault.plan import ARCHIVE_MIN_NOTES, ArchiveJob, SingleJob, plan
-from teamvault_mcp.vault.retry import SystemClock
+from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.retry import Budget, SystemClock
+from teamvault_mcp.vault.sync import CACHE_BATCH, VaultSync
 
 pytestmark = pytest.mark.anyio
 
@@ -720,3 +722,41 @@ def spooled_bytes(cache: Path) -> int:
             if target.startswith(f"{cache}/") and target.endswith(" (deleted)") and name.startswith(("#", ".incoming")):
                 total += os.stat(f"/proc/self/fd/{handle}").st_size
     return total
+
+
+def test_a_budget_that_ends_while_an_archive_is_read_keeps_what_was_read_and_queues_the_rest_as_one_archive(
+    tmp_path: Path,
+) -> None:
+    """A folder of thousands of notes takes longer to take in than a call has: the reading stops between batches
+    when the budget says so (it went on to the end, and the call overran its budget at 100,000 notes); the notes
+    read are kept, and the rest stays queued as the folder's archive, not as thousands of single downloads."""
+    count = CACHE_BATCH * 2 + 10
+    with loopback_server() as server:
+        vault = Scripted(server, team_folder(count))
+        runner = runner_for(server, tmp_path)
+        try:
+            client = runner.workspace.client(Budget(30.0, SystemClock()), CancelToken())
+            listing = client.list_files(PROJECT)
+            kept: list[str] = []
+            sync = VaultSync().project(PROJECT, None, lambda content_hash, data, cached: kept.append(content_hash))
+            asked = itertools.count()
+            stopped, settled = sync.fetch(
+                client,
+                listing,
+                listing,
+                workers=1,
+                keep_going=lambda: "its time ran out" if next(asked) >= 1 else None,  # after the first batch
+                archive_seconds=lambda: 30.0,
+            )
+            assert stopped == "its time ran out"
+            assert len(settled) == len(kept) == CACHE_BATCH
+            assert sync.pending() == count - CACHE_BATCH
+            rest = [file for file in listing if file.content_hash not in kept]  # what a caller still lacks
+            stopped, settled = sync.fetch(
+                client, listing, rest, workers=1, keep_going=lambda: None, archive_seconds=lambda: 30.0
+            )
+            assert (stopped, len(settled), len(set(kept))) == (None, count - CACHE_BATCH, count)
+            assert vault.archives() == ["team", "team"] and vault.downloads() == []
+            client.close()
+        finally:
+            runner.close()

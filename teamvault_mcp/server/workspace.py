@@ -54,6 +54,8 @@ SCHEMA_LOAD_GRACE = 2.0
 WARM_UP_CONNECTIONS = CONNECTIONS_AHEAD
 #: The warm-up's own budget: no host waits for it, but it must end.
 WARM_UP_SECONDS = 600.0
+#: How long closing waits for the cancelled warm-up to end (a step: one note parsed, or a request cut short).
+WARM_UP_JOIN_SECONDS = 2.0
 
 
 class Workspace:
@@ -92,6 +94,7 @@ class Workspace:
         self.sync = VaultSync()  # what is being fetched, and whether the server has folder archives
         self.foreground = Foreground()  # the calls running, which the warm-up steps aside for
         self.warm_up: WarmUp | None = None
+        self._warm_thread: threading.Thread | None = None
         self._warm_token = CancelToken()
         self._caches = caches or (
             ProjectCaches(
@@ -214,9 +217,10 @@ class Workspace:
         with self._lock:
             if self.warm_up is None:
                 self.warm_up = WarmUp()
-                threading.Thread(
+                self._warm_thread = threading.Thread(
                     target=self._warm_up, args=(self.warm_up,), name="teamvault-warm-up", daemon=True
-                ).start()
+                )
+                self._warm_thread.start()
             return self.warm_up
 
     def _warm_up(self, report: WarmUp) -> None:
@@ -266,6 +270,8 @@ class Workspace:
         """Stop the warm-up and close the idle pooled connections (the server is going away)."""
         self._warm_token.cancel()
         self.foreground.wake()
+        if self._warm_thread is not None:  # cancelled, it ends at its next step: its connection goes back first
+            self._warm_thread.join(WARM_UP_JOIN_SECONDS)
         with self._lock:
             pool, self._pool = self._pool, None
             ahead, self._ahead = self._ahead, None

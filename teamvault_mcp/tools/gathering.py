@@ -96,8 +96,10 @@ def gather(
     *,
     listing: list[VaultFile] | None = None,
     scope: str | None = None,
+    fetch: bool = True,
 ) -> Gathered:
-    """Every note's content: from memory, from the disk cache, or fetched while the budget allows.
+    """Every note's content: from memory, from the disk cache, or fetched while the budget allows (``fetch=False``:
+    not fetched, the warm-up's index reads only what its sync brought).
 
     ``listing`` is everything the listing gave under ``scope`` (its prefix), images too: what a
     folder's archive would hold.
@@ -112,8 +114,11 @@ def gather(
             missing.append(file)
         else:
             gathered.ready.append((file, entry))
-    if missing:
+    if missing and fetch:
         _fetch(ctx, project_id, listing if listing is not None else files, missing, gathered, scope)
+    elif missing:
+        gathered.not_searched = len(missing)
+        gathered.why_partial = "not in the cache"
     return gathered
 
 

@@ -121,7 +121,8 @@ def _indexed(
     ctx: ToolContext, project_id: str, indexed: IndexedNotes, parts: Collection[str], pause: Pause | None = None
 ) -> IndexedNotes:
     """``indexed.notes`` with ``parts`` of their facts: memory, else the store, else read and parsed; ``pause``
-    is called before each note parsed (the warm-up steps aside there)."""
+    is called before each note parsed (the warm-up steps aside there; it parses only the notes its sync brought,
+    and fetches none)."""
     index = note_index(ctx)
     notes = indexed.notes
     unread: list[VaultFile] = []
@@ -159,7 +160,7 @@ def _read_and_parse(
     index: NoteIndex,
     pause: Pause | None,
 ) -> None:
-    gathered = gather(ctx, project_id, unread)
+    gathered = gather(ctx, project_id, unread, fetch=pause is None)  # the warm-up's index fetches nothing
     texts = Texts(ctx, project_id, gathered)
     indexed.why_partial = gathered.why_partial
     parsed: dict[str, NoteFacts] = {}

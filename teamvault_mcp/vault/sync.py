@@ -29,7 +29,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING
 
 from teamvault_mcp.errors import CallCancelledError, HTTPStatusError, TeamVaultError
@@ -413,24 +413,34 @@ class ProjectSync:
                 return
             self.route.succeeded()
             spool.fit()  # the entries it brings need the room it does not
-            taken = self._take_entries(job, spool.file)
-        self._count(archives=1 if taken else 0, archives_failed=0 if taken else 1, archive_notes=len(taken))
-        leftover = [note for note in job.notes if key_of(note) not in taken]
+            taken, stop = self._take_entries(job, spool.file, keep_going)
+        self._count(archives=1 if taken else 0, archives_failed=0 if taken or stop else 1, archive_notes=len(taken))
+        leftover = {name: note for name, note in job.expected.wanted.items() if key_of(note) not in taken}
+        if stop is not None and leftover:  # the rest stays queued as the archive it came in: cheaper than one by one
+            self._requeue([replace(job, expected=replace(job.expected, wanted=leftover))], stopped=True)
+            raise _Stop()
         if leftover:
             log.info("%d notes of %s/ were not taken from its archive; they come one by one", len(leftover), job.folder)
-            self._requeue([SingleJob(note) for note in leftover])
+            self._requeue([SingleJob(note) for note in leftover.values()])
 
-    def _take_entries(self, job: ArchiveJob, spool: IO[bytes]) -> set[str]:
-        """Put the archive's checked entries in the cache, in batches; their keys."""
+    def _take_entries(
+        self, job: ArchiveJob, spool: IO[bytes], keep_going: Callable[[], str | None]
+    ) -> tuple[set[str], str | None]:
+        """Put the archive's checked entries in the cache, in batches, while ``keep_going`` says nothing (a folder
+        of 25,000 notes takes longer to read than a call has); their keys, and why it stopped early (None)."""
         taken: set[str] = set()
         batch: list[tuple[VaultFile, bytes]] = []
         skipped = Skipped()
+        stop: str | None = None
         try:
             for note, data in verified_entries(spool, job.expected, max_total=self.max_archive_bytes, skipped=skipped):
                 batch.append((note, data))
                 if len(batch) >= CACHE_BATCH:
                     taken |= self._keep(batch)
                     batch = []
+                    stop = keep_going()
+                    if stop is not None:
+                        break
             taken |= self._keep(batch)
         except ArchiveRefused as refused:  # raised before any entry is read
             log.warning("the archive of %s/ is refused: %s", job.folder, refused)
@@ -438,7 +448,7 @@ class ProjectSync:
             total = self.stats.skipped
             for name in ("absent", "oversize", "mismatch", "unreadable", "unknown"):
                 setattr(total, name, getattr(total, name) + getattr(skipped, name))
-        return taken
+        return taken, stop
 
     def _keep(self, batch: list[tuple[VaultFile, bytes]]) -> set[str]:
         """Cache a batch of checked entries and tell ``on_note``; their keys, settled."""
