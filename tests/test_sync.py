@@ -39,8 +39,8 @@ from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.vault.archive import ArchiveRefused, Expected, Skipped, verified_entries
-from teamvault_mcp.vault.plan import ARCHIVE_MIN_NOTES, ArchiveJob, SingleJob, plan
 from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.plan import ARCHIVE_MIN_NOTES, ArchiveJob, SingleJob, plan
 from teamvault_mcp.vault.retry import Budget, SystemClock
 from teamvault_mcp.vault.sync import CACHE_BATCH, VaultSync
 
