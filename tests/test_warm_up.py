@@ -264,3 +264,28 @@ def test_the_warm_ups_index_waits_while_a_call_runs(vault: LocalVault, tmp_path:
         assert report.indexed == 20
     finally:
         runner.close()
+
+
+def test_a_vault_bigger_than_the_cache_s_bound_is_said_on_stderr(
+    vault: LocalVault, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", cache_max_bytes=500, call_budget=30.0)
+    try:
+        with caplog.at_level("WARNING", logger="teamvault_mcp.tools.gathering"):
+            warmed(runner)
+    finally:
+        runner.close()
+    said = [record.getMessage() for record in caplog.records if "TEAM_VAULT_CACHE_MAX_MB" in record.getMessage()]
+    assert len(said) == 1 and "20 notes take" in said[0], caplog.text
+
+
+def test_a_vault_that_fits_says_nothing_of_the_cache(
+    vault: LocalVault, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        with caplog.at_level("WARNING", logger="teamvault_mcp.tools.gathering"):
+            warmed(runner)
+    finally:
+        runner.close()
+    assert "TEAM_VAULT_CACHE_MAX_MB" not in caplog.text

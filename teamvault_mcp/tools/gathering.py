@@ -289,6 +289,8 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> list[Va
     report.listed.set()
     index = ctx.index if ctx.index is not None else SearchIndex()
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
+    if cache is not None:
+        _say_if_it_does_not_fit(files, cache)
     missing: list[VaultFile] = []
     for file in files:
         step_aside()
@@ -315,3 +317,24 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> list[Va
     )
     report.fetched = sum(1 for content_hash in settled.values() if content_hash is not None)
     return listing
+
+
+#: The share of the cache's bound a vault's notes may take and still fit: the index on disk counts in it too.
+FITS_SHARE = 0.8
+MB = 1024 * 1024  # as TEAM_VAULT_CACHE_MAX_MB counts them
+
+
+def _say_if_it_does_not_fit(files: list[VaultFile], cache: ContentCache) -> None:
+    """A warning on stderr when the project's notes outgrow the cache's bound: every search would then download
+    some of them again, and an operator can only see it as slowness."""
+    listed = sum(file.size or 0 for file in files)
+    if listed > FITS_SHARE * cache.root.max_bytes:
+        log.warning(
+            "the default project's %s notes take %.0f MB, more than the cache's bound of %.0f MB holds beside the "
+            "index: searches will download some of them again each time. Raise TEAM_VAULT_CACHE_MAX_MB (to %.0f, "
+            "say).",
+            f"{len(files):,}",
+            listed / MB,
+            cache.root.max_bytes / MB,
+            2.5 * listed / MB,
+        )
