@@ -6,7 +6,11 @@ another type: the attribute is then None, and the record is still what the serve
 
 from __future__ import annotations
 
-from teamvault_mcp.vault.client import VaultProject, VaultUser, VaultVersion, VersionAuthor
+import random
+
+import pytest
+
+from teamvault_mcp.vault.client import VaultFile, VaultProject, VaultUser, VaultVersion, VersionAuthor
 
 HASH = "ab" * 32
 
@@ -64,3 +68,50 @@ def test_a_user_and_a_project_read_their_fields_as_attributes_none_where_missing
     project = VaultProject.from_json({"id": "p1", "slug": "team", "name": 5})
     assert project is not None
     assert (project.id, project.slug, project.name, project.role) == ("p1", "team", None, None)
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    """A record that is not exactly a dict: VaultFile.from_json reads it the general way, field by field."""
+
+
+def test_the_quick_reading_of_a_file_record_is_the_general_one() -> None:
+    """``from_json`` takes a well-typed record in one step; any record reads the same either way."""
+    rng = random.Random(30)
+    good: dict[str, list[object]] = {
+        "id": ["c1", "x" * 30],
+        "path": ["a.md", "dir/ü.md"],
+        "fileType": ["TEXT", "BINARY"],
+        "size": ["4431", "0012", "0", "99999999999999999999"],
+        "contentHash": ["a" * 64, "0123456789abcdef" * 4],
+        "mimeType": ["text/markdown", None, ""],
+        "createdAt": ["2026-12-02T04:22:12.301Z", "x" * 40, None],
+        "updatedAt": ["2026-12-02T04:22:12.301Z", None],
+        "deletedAt": [None],
+        "lastModifiedById": ["u1", None],
+    }
+    odd: dict[str, list[object]] = {
+        "id": ["", 7, True, None],
+        "path": ["", None, 3],
+        "fileType": ["text", " TEXT ", "", None, "IMAGE", 1],
+        "size": ["", "-1", "４", "1.5", 12, True, None, " 12"],
+        "contentHash": ["A" * 64, " " + "b" * 64, "g" * 64, "a" * 63, None, 5],
+        "mimeType": [3, ["text/plain"]],
+        "createdAt": ["", "x" * 41, 5],
+        "updatedAt": ["", 0],
+        "deletedAt": ["2026-12-02T04:22:12.301Z", ""],
+        "lastModifiedById": ["", 12, False],
+    }
+    quick = 0
+    for _ in range(4000):
+        record = {
+            name: rng.choice(good[name] if rng.random() < 0.9 else odd[name]) for name in good if rng.random() < 0.98
+        }
+        try:
+            general = VaultFile.from_json(_Dict(record))
+        except ValueError:
+            with pytest.raises(ValueError):
+                VaultFile.from_json(record)
+            continue
+        assert VaultFile.from_json(record) == general, record
+        quick += all(name in record and record[name] in good[name] for name in good)
+    assert quick > 300  # the quick reading was taken often enough to be compared
