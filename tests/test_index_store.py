@@ -261,3 +261,22 @@ def test_an_index_another_process_holds_locked_is_kept_not_made_again(
     assert store.load(["a" * 64], ["links"]) == {"a" * 64: {"links": "[]"}}  # the file and its facts are still there
     fresh = IndexStore(directory, FACTS_VERSION)
     assert fresh.load(["a" * 64], ["links"]) == {"a" * 64: {"links": "[]"}} and fresh.rebuilt == 0
+
+
+async def test_an_unchanged_vault_answers_its_links_from_the_kept_graph_without_reading_facts(
+    seeded: LocalVault, tmp_path: Path
+) -> None:
+    """Memory keeps a bounded part of a big vault's facts: once the graph is made, note_links and broken_links of
+    an unchanged vault read none (they were read back from the store on every call), and answer the same."""
+    async with session_on(seeded, cache_dir=tmp_path / "cache") as session:
+        links = await session.ok_text("note_links", path="people/ada.md", direction="in")
+        broken = await session.ok_text("broken_links")
+        facts = session.runner.workspace.note_index.facts
+        facts._entries.clear()  # as if evicted: the vault is bigger than memory's bound
+        seen = (facts.parsed, facts.loaded)
+        assert await session.ok_text("note_links", path="people/ada.md", direction="in") == links
+        assert await session.ok_text("broken_links") == broken
+        assert (facts.parsed, facts.loaded) == seen
+        seeding.colleague_writes(seeded, "plan.md", "# Plan\n\nNow with [[people/grace]].\n")
+        changed = await session.ok_text("note_links", path="people/grace.md")
+        assert "plan.md" in changed and (facts.parsed, facts.loaded) != seen  # a change: read again

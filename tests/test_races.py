@@ -19,7 +19,7 @@ from support.seeding import put, text
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.tools.writing.history import to_keep
-from teamvault_mcp.vault.client import VaultVersion
+from teamvault_mcp.vault.records import VaultVersion
 
 AGENTS = 16
 ROUNDS = 40

@@ -22,7 +22,7 @@ from teamvault_mcp.localvault.store import now_iso
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
 from teamvault_mcp.text.moments import parse_moment
-from teamvault_mcp.vault.client import VaultFile
+from teamvault_mcp.vault.records import VaultFile
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from teamvault_mcp.vault.client import VaultFile, VaultProject, VaultUser, VaultVersion, VersionAuthor
+from teamvault_mcp.vault.records import VaultFile, VaultProject, VaultUser, VaultVersion, VersionAuthor
 
 HASH = "ab" * 32
 

@@ -152,7 +152,7 @@ def test_a_dense_folder_is_one_archive_and_the_rest_come_one_by_one() -> None:
         *(file_record(f"small/n{i}.md", f"s{i}") for i in range(ARCHIVE_MIN_NOTES - 1)),
         file_record("root.md", "r"),
     ]
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
     files = [VaultFile.from_json(record) for record in listing]
     jobs = plan(files, files)
@@ -163,7 +163,7 @@ def test_a_dense_folder_is_one_archive_and_the_rest_come_one_by_one() -> None:
 
 
 def test_a_folder_mostly_cached_or_mostly_images_goes_one_level_down_or_one_by_one() -> None:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
     notes = [file_record(f"docs/new/n{i}.md", f"n{i}", size="4000") for i in range(ARCHIVE_MIN_NOTES)]
     cached = [file_record(f"docs/old/o{i}.md", f"o{i}", size="4000") for i in range(40)]

@@ -457,6 +457,18 @@ class NoteIndex:
         with self._lock:
             return self._resolutions(project_id, frozenset(paths)).vault
 
+    def kept_graph(self, project_id: str, paths: Iterable[str], notes: Mapping[str, str]) -> LinkGraph | None:
+        """The project's kept graph if it was made of exactly these ``notes`` (path → content hash) among exactly
+        these ``paths``: then it is the graph :meth:`graph` would give, and no note's links need be read for it."""
+        with self._lock:
+            state = self._projects.get(project_id)
+            last = state.last if state is not None else None
+            if last is None or len(last.notes) != len(notes) or last.vault.paths != frozenset(paths):
+                return None
+            if any(last.notes.get(path, ("",))[0] != content_hash for path, content_hash in notes.items()):
+                return None
+            return last
+
     def graph(
         self,
         project_id: str,

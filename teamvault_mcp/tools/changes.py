@@ -29,7 +29,7 @@ from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schem
 from teamvault_mcp.tools.versions import oldest_first, version_author
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile, VaultVersion
+    from teamvault_mcp.vault.records import VaultFile, VaultVersion
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

@@ -38,9 +38,10 @@ if TYPE_CHECKING:  # the client pulls in `requests`, which start-up does not nee
     from teamvault_mcp.tools.note_locks import NoteLocks
     from teamvault_mcp.tools.schema_registry import SchemaRegistry
     from teamvault_mcp.vault.cache import ContentCache
-    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile, VaultUser
+    from teamvault_mcp.vault.client import TeamVaultClient
     from teamvault_mcp.vault.interrupt import CancelToken
     from teamvault_mcp.vault.listings import KeptListings
+    from teamvault_mcp.vault.records import VaultFile, VaultUser
     from teamvault_mcp.vault.retry import Budget
     from teamvault_mcp.vault.sync import VaultSync
 

@@ -33,7 +33,7 @@ from teamvault_mcp.vault.sync import VaultSync, key_of
 if TYPE_CHECKING:
     from teamvault_mcp.vault.background import Foreground, WarmUp
     from teamvault_mcp.vault.cache import ContentCache
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 log = logging.getLogger(__name__)
 

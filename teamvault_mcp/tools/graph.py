@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import NoteNotFoundError
@@ -32,13 +32,22 @@ from teamvault_mcp.text.tags import MAX_TAGS_PER_NOTE, carries, count_tags, tag_
 from teamvault_mcp.text.tasks import MAX_TASKS_PER_NOTE, STATUS_CHOICES, Person, select_tasks
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.indexing import collector_paused, index_notes, link_graph, list_vault, note_index, texts_of
+from teamvault_mcp.tools.indexing import (
+    collector_paused,
+    index_notes,
+    link_counts,
+    link_graph,
+    list_vault,
+    note_index,
+    texts_of,
+    vault_graph,
+)
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkFact
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 #: Links shown per direction by note_links; tags or notes by list_tags.
 MAX_SHOWN = 200
@@ -80,8 +89,8 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             said_out.append((f"{link.line}  {_short(link.raw)} → {where}{_also(others)}", record))
         notices += [partial] if partial else []
     if direction in ("in", "both"):
-        indexed = index_notes(ctx, project_id, listing, ("links",))
-        incoming = link_graph(ctx, project_id, indexed).incoming(path)
+        indexed, graph = vault_graph(ctx, project_id, listing)
+        incoming = graph.incoming(path)
         # One line of the answer per linking line: three links to the note on one line are one place to look.
         places = list(dict.fromkeys((backlink.source, backlink.link.line) for backlink in incoming))
         sources = len({source for source, _ in places})
@@ -100,7 +109,7 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
                 said_in.append((f"{source}:{line_number}  {line}", record))
         notice = indexed.partial_notice("links from them")
         notices += [notice] if notice else []
-        cut = unindexed_notice(_links_of(indexed.read()), "links", MAX_LINKS_PER_NOTE)
+        cut = unindexed_notice(link_counts(indexed, graph), "links", MAX_LINKS_PER_NOTE)
         notices += [cut] if cut and cut not in notices else []
     for notice in notices:
         answer.notice(notice)
@@ -169,15 +178,19 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     prefix = folder_prefix(args.get("prefix"))
     limit = args.get("limit", DEFAULT_LIMIT)
-    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id), ("links",), prefix=prefix)
-    graph = link_graph(ctx, project_id, indexed, keep=prefix is None)
+    listing = list_vault(ctx, project_id)
+    if prefix is None:
+        indexed, graph = vault_graph(ctx, project_id, listing)
+    else:  # a folder's graph: not kept, so that it does not displace the whole vault's
+        indexed = index_notes(ctx, project_id, listing, ("links",), prefix=prefix)
+        graph = link_graph(ctx, project_id, indexed, keep=False)
     broken = graph.broken(file.path for file in indexed.notes)
     notes = len({item.source for item in broken})
     answer = Answer(broken=len(broken), notes=notes, links=[], partial=indexed.not_read > 0)
     notice = indexed.partial_notice("broken links in them")
     if notice:
         answer.notice(notice)
-    cut = unindexed_notice(_links_of(indexed.read()), "links", MAX_LINKS_PER_NOTE)
+    cut = unindexed_notice(link_counts(indexed, graph), "links", MAX_LINKS_PER_NOTE)
     if cut:
         answer.notice(cut)
     answer.summary(
@@ -410,13 +423,6 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if found and ways:
         answer.notice(ways)
     return answer.output()
-
-
-# -- what the index does not keep -----------------------------------------------------------------
-
-
-def _links_of(read: Iterable[tuple[VaultFile, Any]]) -> list[tuple[str, int, int]]:
-    return [(file.path, file.size or 0, len(facts.links or ())) for file, facts in read]
 
 
 # -- text helpers ----------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from teamvault_mcp.tools.writing.rules import expect
 from teamvault_mcp.tools.writing.story import STORY, add_story
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile, VaultVersion
+    from teamvault_mcp.vault.records import VaultFile, VaultVersion
 
 
 def list_note_versions(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

@@ -33,7 +33,7 @@ from teamvault_mcp.tools.spec import Handler
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.background import Foreground, WarmUp
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class IndexedNotes:
 
     @property
     def not_read(self) -> int:
-        return len(self.notes) - len(self.facts)
+        return len(self.notes) - len(self.hashes)
 
     def read(self) -> list[tuple[VaultFile, NoteFacts]]:
         """The notes read, by path, with their facts."""
@@ -104,7 +104,15 @@ def index_notes(
 ) -> IndexedNotes:
     """The Markdown notes of ``listing`` under ``prefix`` (or just those at ``paths``) with ``parts`` of their
     facts: from the index, else read and parsed while the budget allows."""
-    notes = sorted(
+    notes = markdown_notes(listing, prefix, paths)
+    return _indexed(ctx, project_id, IndexedNotes(listing, notes), parts)
+
+
+def markdown_notes(
+    listing: list[VaultFile], prefix: str | None = None, paths: Collection[str] | None = None
+) -> list[VaultFile]:
+    """The Markdown notes of ``listing`` under ``prefix`` (or just those at ``paths``), by path."""
+    return sorted(
         (
             file
             for file in listing
@@ -114,7 +122,6 @@ def index_notes(
         ),
         key=lambda file: file.path,
     )
-    return _indexed(ctx, project_id, IndexedNotes(listing, notes), parts)
 
 
 def _indexed(
@@ -216,7 +223,7 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
     token = ctx.token
     if note_index(ctx).store(project_id) is None:
         return
-    notes = sorted((file for file in listing if is_markdown(file)), key=lambda file: file.path)
+    notes = markdown_notes(listing)
     report.to_index = len(notes)
 
     def step_aside() -> None:
@@ -238,6 +245,30 @@ def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[
     texts = Texts(ctx, project_id, gathered)
     raws = {file.path: texts.raw(file, entry) for file, entry in gathered.ready}
     return {path: raw for path, raw in raws.items() if raw is not None}
+
+
+def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> tuple[IndexedNotes, LinkGraph]:
+    """Every Markdown note of ``listing`` (the whole vault) and their links resolved. When no note changed since the
+    project's kept graph was made, that graph, and no note's links are read: a vault's links are more than memory
+    keeps of them (at 50,000 notes the store gave them back on every call, for seconds). The notes' facts are then
+    not in ``indexed.facts``: :func:`link_counts` says how many links each note has."""
+    notes = markdown_notes(listing)
+    hashes = {file.path: file.content_hash for file in notes if file.content_hash}
+    if len(hashes) == len(notes):
+        kept = note_index(ctx).kept_graph(project_id, (file.path for file in listing), hashes)
+        if kept is not None:
+            return IndexedNotes(listing, notes, hashes=dict(hashes)), kept
+    indexed = index_notes(ctx, project_id, listing, ("links",))
+    return indexed, link_graph(ctx, project_id, indexed)
+
+
+def link_counts(indexed: IndexedNotes, graph: LinkGraph) -> list[tuple[str, int, int]]:
+    """(path, size, links kept) of each note read, for the notice of notes whose links were cut."""
+    return [
+        (file.path, file.size or 0, len(graph.notes[file.path][1]))
+        for file in indexed.notes
+        if file.path in graph.notes
+    ]
 
 
 def link_graph(ctx: ToolContext, project_id: str, indexed: IndexedNotes, *, keep: bool = True) -> LinkGraph:

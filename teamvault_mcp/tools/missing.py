@@ -22,7 +22,8 @@ from teamvault_mcp.text.fuzzy import find_paths
 from teamvault_mcp.text.note_paths import has_extension
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.records import VaultFile
 
 #: The closest name is suggested only from this score of find_notes on (100: the exact name).
 CLOSEST_NAME_SCORE = 40.0

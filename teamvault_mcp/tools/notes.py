@@ -57,7 +57,7 @@ from teamvault_mcp.tools.writing.story import STORY, written_result
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 
 def whoami(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

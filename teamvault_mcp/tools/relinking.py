@@ -42,7 +42,7 @@ from teamvault_mcp.tools.writing.content import write_content
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkGraph
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 #: Notes an answer names one by one; distinct link rewrites a dry run shows.
 MAX_SHOWN = 100

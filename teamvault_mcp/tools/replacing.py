@@ -36,7 +36,7 @@ from teamvault_mcp.tools.writing.rules import VERIFIED, result_limit
 
 if TYPE_CHECKING:  # text/replace.py loads the regex package: the first call does, not start-up
     from teamvault_mcp.text.replace import LinkMatch, Replacer
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 #: Notes a preview shows with their diff; the next LISTED_NOTES are listed by path and count, the rest counted.
 PREVIEW_NOTES = 50

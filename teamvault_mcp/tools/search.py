@@ -40,7 +40,7 @@ from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import STRING, See, Tool, answer_schema, object_schema, rows
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 #: Matching stops when less than this is left: time to rank and answer.
 ANSWER_SECONDS = 1.0

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from teamvault_mcp.errors import short_hash
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultVersion
+    from teamvault_mcp.vault.records import VaultVersion
 
 
 def describe(version: VaultVersion | None, *, restore_hint: str | None = None) -> str:

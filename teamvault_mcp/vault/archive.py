@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 #: Entries an archive may hold beyond the files and folders listed: files created since the listing.
 SLACK_ENTRIES = 64

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.records import VaultFile
     from teamvault_mcp.vault.retry import Clock
 
 #: A listing of fewer files is never reused: it costs little, and small vaults stay fresh to the call.

@@ -21,7 +21,7 @@ from teamvault_mcp.vault.archive import Expected, entry_name
 from teamvault_mcp.vault.cache import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 #: A folder comes as one archive when at least this many of its notes are wanted (bench/sync_bench.py:
 #: at 40 ms round trip an archive of 8 notes takes about as long as 8 notes on 8 connections; below,

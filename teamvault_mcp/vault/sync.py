@@ -38,7 +38,8 @@ from teamvault_mcp.vault.cache import DEFAULT_MAX_BYTES, ContentCache, Spool
 from teamvault_mcp.vault.plan import ArchiveJob, SingleJob, plan
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.records import VaultFile
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,8 @@ from teamvault_mcp.tools.writing.rules import expect, settle_content
 from teamvault_mcp.tools.writing.story import Written
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import TeamVaultClient, VaultFile, VaultVersion
+    from teamvault_mcp.vault.client import TeamVaultClient
+    from teamvault_mcp.vault.records import VaultFile, VaultVersion
 
 #: How a content write treats a colleague's write that came between our read and ours (see the module).
 Mode = Literal["rebase", "strict", "replace"]

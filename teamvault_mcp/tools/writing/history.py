@@ -13,7 +13,7 @@ from teamvault_mcp.tools.context import ToolContext
 from teamvault_mcp.tools.versions import hash_of, oldest_first
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile, VaultVersion
+    from teamvault_mcp.vault.records import VaultFile, VaultVersion
 
 
 @dataclass(frozen=True)

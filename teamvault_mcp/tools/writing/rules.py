@@ -27,7 +27,7 @@ from teamvault_mcp.tools.kinds import MAX_CONTENT_BYTES, MIN_HASH_DIGITS
 from teamvault_mcp.vault.retry import outcome
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile
+    from teamvault_mcp.vault.records import VaultFile
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from teamvault_mcp.tools.versions import describe, hash_of, version_author
 from teamvault_mcp.tools.writing.rules import VERIFIED
 
 if TYPE_CHECKING:
-    from teamvault_mcp.vault.client import VaultFile, VaultVersion
+    from teamvault_mcp.vault.records import VaultFile, VaultVersion
 
 
 @dataclass
