@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
+from support.fakes import FakeClock
 from support.seeding import digest, seed
 from support.sessions import call_once, runner_on
 from support.waiting import await_until, wait_until
@@ -21,6 +23,7 @@ from teamvault_mcp.config import load_config
 from teamvault_mcp.localvault import Fault, LocalVault
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.server.runner import ToolRunner
+from teamvault_mcp.tools import gathering
 
 pytestmark = pytest.mark.anyio
 
@@ -289,3 +292,31 @@ def test_a_vault_that_fits_says_nothing_of_the_cache(
     finally:
         runner.close()
     assert "TEAM_VAULT_CACHE_MAX_MB" not in caplog.text
+
+
+async def test_a_search_that_reads_the_cache_past_its_budget_answers_partial_in_time(
+    vault: LocalVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading thousands of notes back from the disk cache takes time no request's limit covers: the search looks
+    at its budget every few notes, and answers with what it read (at 50,000 notes a call read every note and
+    overran its budget: no answer at all)."""
+    clock = FakeClock()
+    options = {"cache_dir": tmp_path / "cache", "call_budget": 10.0, "prefetch": False, "structured_content": True}
+    runner = runner_on(vault, clock=clock, **options)
+    try:
+        _, is_error, _ = await call_once(runner, "search_notes", query="needle")  # every note in the cache
+        assert not is_error
+        read = gathering.known
+
+        def slow_read(*arguments: Any) -> Any:
+            clock.advance(0.5)  # each note half a second: the 10 s budget lasts for some of the 20
+            return read(*arguments)
+
+        monkeypatch.setattr(gathering, "known", slow_read)
+        monkeypatch.setattr(gathering, "LOOK_EVERY", 1)
+        text, is_error, result = await call_once(runner, "search_notes", query="needle")
+        assert not is_error, text
+        assert "(the call's time budget ran out)" in text
+        assert 0 < result["notesNotSearched"] < 20 and result["hits"], result  # it searched what it read
+    finally:
+        runner.close()

@@ -108,7 +108,11 @@ def gather(
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
     gathered = Gathered([])
     missing: list[VaultFile] = []
-    for file in files:
+    for number, file in enumerate(files):
+        if number % LOOK_EVERY == 0 and _out_of_time(ctx):  # each is a read from the disk, and a fold
+            gathered.not_searched = len(files) - number
+            gathered.why_partial = "the call was cancelled" if ctx.token.cancelled else "the call's time budget ran out"
+            return gathered
         entry = known(file, index, cache)
         if entry is None:
             missing.append(file)
@@ -120,6 +124,15 @@ def gather(
         gathered.not_searched = len(missing)
         gathered.why_partial = "not in the cache"
     return gathered
+
+
+#: Notes read from the disk cache between two looks at the call's budget and cancel.
+LOOK_EVERY = 200
+
+
+def _out_of_time(ctx: ToolContext) -> bool:
+    """Whether the call is cancelled, or has too little left to go on reading notes and still answer."""
+    return ctx.token.cancelled or ctx.budget.remaining() < RESERVE_SECONDS
 
 
 def known(file: VaultFile, index: SearchIndex, cache: ContentCache | None) -> Indexed | None:
