@@ -301,7 +301,7 @@ async def test_a_search_that_reads_the_cache_past_its_budget_answers_partial_in_
     at its budget every few notes, and answers with what it read (at 50,000 notes a call read every note and
     overran its budget: no answer at all)."""
     clock = FakeClock()
-    options = {"cache_dir": tmp_path / "cache", "call_budget": 10.0, "prefetch": False, "structured_content": True}
+    options = {"cache_dir": tmp_path / "cache", "call_budget": 4.0, "prefetch": False, "structured_content": True}
     runner = runner_on(vault, clock=clock, **options)
     try:
         _, is_error, _ = await call_once(runner, "search_notes", query="needle")  # every note in the cache
@@ -309,7 +309,7 @@ async def test_a_search_that_reads_the_cache_past_its_budget_answers_partial_in_
         read = gathering.known
 
         def slow_read(*arguments: Any) -> Any:
-            clock.advance(0.5)  # each note half a second: the 10 s budget lasts for some of the 20
+            clock.advance(0.25)  # each note a quarter of a second: the 4 s budget lasts for some of the 20
             return read(*arguments)
 
         monkeypatch.setattr(gathering, "known", slow_read)

@@ -128,11 +128,15 @@ def gather(
 
 #: Notes read from the disk cache between two looks at the call's budget and cancel.
 LOOK_EVERY = 200
+#: Reading notes from the disk cache stops when less than this is left of the call's budget: what was read is then
+#: searched or parsed, which stops a second before the end (a read costs far less than a download, which
+#: :data:`RESERVE_SECONDS` is for).
+READ_RESERVE_SECONDS = 1.5
 
 
 def _out_of_time(ctx: ToolContext) -> bool:
     """Whether the call is cancelled, or has too little left to go on reading notes and still answer."""
-    return ctx.token.cancelled or ctx.budget.remaining() < RESERVE_SECONDS
+    return ctx.token.cancelled or ctx.budget.remaining() < READ_RESERVE_SECONDS
 
 
 def known(file: VaultFile, index: SearchIndex, cache: ContentCache | None) -> Indexed | None:
