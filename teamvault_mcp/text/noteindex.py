@@ -457,17 +457,13 @@ class NoteIndex:
         with self._lock:
             return self._resolutions(project_id, frozenset(paths)).vault
 
-    def kept_graph(self, project_id: str, paths: Iterable[str], notes: Mapping[str, str]) -> LinkGraph | None:
-        """The project's kept graph if it was made of exactly these ``notes`` (path → content hash) among exactly
-        these ``paths``: then it is the graph :meth:`graph` would give, and no note's links need be read for it."""
+    def known_links(self, project_id: str, paths: Iterable[str]) -> dict[str, tuple[str, tuple[LinkFact, ...]]]:
+        """The notes whose links the project's resolutions hold for the vault's ``paths`` (every live file): path →
+        (content hash, links). A note listed with that hash needs no facts read for :meth:`graph`: a vault's
+        links are more than memory keeps of its facts."""
         with self._lock:
-            state = self._projects.get(project_id)
-            last = state.last if state is not None else None
-            if last is None or len(last.notes) != len(notes) or last.vault.paths != frozenset(paths):
-                return None
-            if any(last.notes.get(path, ("",))[0] != content_hash for path, content_hash in notes.items()):
-                return None
-            return last
+            state = self._resolutions(project_id, frozenset(paths))
+            return {path: (resolved[0], resolved[1]) for path, resolved in state.by_path.items()}
 
     def graph(
         self,

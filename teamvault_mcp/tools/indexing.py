@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import CallCancelledError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION
-from teamvault_mcp.text.noteindex import PARTS, LinkGraph, NoteFacts, NoteIndex
+from teamvault_mcp.text.noteindex import PARTS, LinkFact, LinkGraph, NoteFacts, NoteIndex
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused
 from teamvault_mcp.tools.spec import Handler
@@ -248,18 +248,31 @@ def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[
 
 
 def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> tuple[IndexedNotes, LinkGraph]:
-    """Every Markdown note of ``listing`` (the whole vault) and their links resolved. When no note changed since the
-    project's kept graph was made, that graph, and no note's links are read: a vault's links are more than memory
-    keeps of them (at 50,000 notes the store gave them back on every call, for seconds). The notes' facts are then
+    """Every Markdown note of ``listing`` (the whole vault) and their links resolved. Only the notes new or changed
+    since the project's links were last resolved have their facts read: memory keeps a bounded part of a big
+    vault's facts (at 50,000 notes the store gave them all back on every call, for seconds). The notes' facts are
     not in ``indexed.facts``: :func:`link_counts` says how many links each note has."""
     notes = markdown_notes(listing)
-    hashes = {file.path: file.content_hash for file in notes if file.content_hash}
-    if len(hashes) == len(notes):
-        kept = note_index(ctx).kept_graph(project_id, (file.path for file in listing), hashes)
-        if kept is not None:
-            return IndexedNotes(listing, notes, hashes=dict(hashes)), kept
-    indexed = index_notes(ctx, project_id, listing, ("links",))
-    return indexed, link_graph(ctx, project_id, indexed)
+    known = note_index(ctx).known_links(project_id, (file.path for file in listing))
+    changed = [
+        file for file in notes if file.content_hash is None or known.get(file.path, ("",))[0] != file.content_hash
+    ]
+    indexed = _indexed(ctx, project_id, IndexedNotes(listing, changed), ("links",))
+    links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
+    for file in notes:
+        facts = indexed.facts.get(file.path)
+        if facts is not None:
+            assert facts.links is not None
+            links[file.path] = (indexed.hashes[file.path], facts.links)
+        elif file.path in known and file in changed:
+            continue  # changed, and not read in time: its old links are not this listing's
+        elif file.path in known:
+            links[file.path] = known[file.path]
+    whole = IndexedNotes(listing, notes, hashes={path: entry[0] for path, entry in links.items()})
+    whole.why_partial = indexed.why_partial
+    with gc_paused():
+        graph = note_index(ctx).graph(project_id, (file.path for file in listing), links)
+    return whole, graph
 
 
 def link_counts(indexed: IndexedNotes, graph: LinkGraph) -> list[tuple[str, int, int]]:
