@@ -14,16 +14,19 @@ import sqlite3
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import seeding
 from support.env import env_for
+from support.fakes import FakeClock
 from support.policies import FAST
 from support.sessions import session_on
 
 from teamvault_mcp.doctor import Doctor
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.text.noteindex import FACTS_VERSION, PARTS, NoteFacts, decode_part, encode_part
+from teamvault_mcp.text.noteindex import FACTS_VERSION, PARTS, FactsIndex, NoteFacts, decode_part, encode_part
+from teamvault_mcp.tools import indexing
 from teamvault_mcp.vault.index_db import INDEX_FILE, SCHEMA_VERSION, IndexStore, fts5_available
 
 pytestmark = pytest.mark.anyio
@@ -280,3 +283,24 @@ async def test_the_links_of_unchanged_notes_are_not_read_again(seeded: LocalVaul
         changed = await session.ok_text("note_links", path="people/grace.md", direction="in")
         assert "plan.md:3" in changed
         assert (facts.parsed, facts.loaded) == (seen[0] + 1, seen[1])  # the changed note's links, and no other
+
+
+async def test_reading_facts_back_from_the_store_stops_with_the_budget(
+    seeded: LocalVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100,000 notes' facts take longer to read back than a call has: they are read back a chunk at a time while
+    the budget lasts, and the answer says what it lacks."""
+    cache = tmp_path / "cache"
+    await first_answers(seeded, cache)  # the store holds every note's facts
+    clock = FakeClock()
+    recall = FactsIndex.recall
+
+    def slow_recall(self: FactsIndex, *arguments: Any) -> Any:
+        clock.advance(2.0)  # each chunk two seconds of a 4.5 s budget
+        return recall(self, *arguments)
+
+    monkeypatch.setattr(FactsIndex, "recall", slow_recall)
+    monkeypatch.setattr(indexing, "RECALL_CHUNK", 1)
+    async with session_on(seeded, cache_dir=cache, clock=clock, call_budget=4.5, prefetch=False) as session:
+        text = await session.ok_text("list_tags")
+    assert "[Partial: 1 of 3 notes were not read (the call's time budget ran out)" in text

@@ -11,7 +11,7 @@ import pytest
 
 from teamvault_mcp.errors import ToolInputError
 from teamvault_mcp.text.moments import parse_moment, shown, since_moment
-from teamvault_mcp.text.noteindex import FactsIndex, LinkFact, NoteFacts, NoteIndex
+from teamvault_mcp.text.noteindex import STOP_EVERY, FactsIndex, LinkFact, NoteFacts, NoteIndex
 from teamvault_mcp.text.prose import NoteText
 from teamvault_mcp.text.tags import note_tags
 
@@ -159,3 +159,21 @@ def test_since_is_a_moment_or_a_span_back_from_now(text: str, expected: str) -> 
 def test_a_since_that_is_neither_is_refused_with_the_forms_it_takes(text: str) -> None:
     with pytest.raises(ToolInputError, match=r"since must be a date \(2026-12-01\), a date-time"):
         since_moment(text, NOW)
+
+
+def test_a_graph_stopped_midway_holds_what_was_resolved_and_the_next_one_goes_on_from_there() -> None:
+    index = NoteIndex()
+    paths = [f"n{number:04d}.md" for number in range(STOP_EVERY * 3)]
+    notes = {path: (f"h-{path}", links("n0000")) for path in paths}
+    asked: list[int] = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return len(asked) >= 2  # the second look says stop
+
+    partial = index.graph("p", paths, notes, stop=stop)
+    assert len(partial.notes) == 2 * STOP_EVERY - 1 and index.resolved == 2 * STOP_EVERY - 1
+    whole = index.graph("p", paths, notes)
+    assert len(whole.notes) == len(paths) and whole is not partial
+    assert index.resolved == len(paths)  # each note's links resolved once
+    assert index.graph("p", paths, notes) is whole  # the whole one is kept, the stopped one was not

@@ -47,6 +47,8 @@ FACTS_BYTES = 96 * 1024 * 1024
 
 #: Projects whose last link graph is kept.
 GRAPHS_KEPT = 4
+#: Notes resolved between two looks at whether the call must stop (:meth:`NoteIndex.graph`).
+STOP_EVERY = 200
 
 
 class LinkFact(NamedTuple):
@@ -472,12 +474,15 @@ class NoteIndex:
         notes: Mapping[str, tuple[str, tuple[LinkFact, ...]]],
         *,
         keep: bool = True,
+        stop: Callable[[], bool] | None = None,
     ) -> LinkGraph:
         """The links of ``notes`` (path → (content hash, links)) resolved against the vault's ``paths`` (every
         live file, attachments too); the project's last kept graph again when nothing changed.
 
         ``keep``: this graph is the one to reuse next time (it holds every note: its backlinks are worth
         keeping); a graph of some notes only (one folder's) is not kept, so it does not displace that one.
+        ``stop``: asked now and then while links are resolved; when it says so, the graph holds the notes resolved
+        by then (and is not kept): what was resolved is, for the next call.
         """
         all_paths = frozenset(paths)
         with self._lock:  # resolving a whole vault takes a moment; calls for the same index wait for it
@@ -486,15 +491,20 @@ class NoteIndex:
             if last is not None and _same_notes(last, notes):
                 return last
             resolved: dict[str, Resolved] = {}
+            fresh, stopped = 0, False
             for path, (content_hash, links) in notes.items():
                 known = state.by_path.get(path)
                 if known is None or known[0] != content_hash:
+                    fresh += 1
+                    stopped = stopped or (stop is not None and fresh % STOP_EVERY == 0 and stop())
+                    if stopped:
+                        continue
                     known = state.resolve(path, content_hash, links)
                     self.resolved += len(links)
                 resolved[path] = known
             flagged = {path: state.flagged[path] for path in resolved if path in state.flagged}
             graph = LinkGraph(state.vault, resolved, flagged)
-            if keep:
+            if keep and not stopped:
                 state.last = graph
             return graph
 

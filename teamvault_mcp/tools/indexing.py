@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import CallCancelledError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION
-from teamvault_mcp.text.noteindex import PARTS, LinkFact, LinkGraph, NoteFacts, NoteIndex
+from teamvault_mcp.text.noteindex import PARTS, FactsStore, LinkFact, LinkGraph, NoteFacts, NoteIndex
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused
 from teamvault_mcp.tools.spec import Handler
@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 #: Parsing stops when less than this is left of the call's budget: time to answer.
 ANSWER_SECONDS = 1.0
+#: Notes whose facts are read back from the store at a time, between two looks at the call's budget.
+RECALL_CHUNK = 2000
 #: Notes the warm-up indexes at a time (:func:`index_in_background`): one store query and one write each.
 WARM_INDEX_CHUNK = 500
 
@@ -143,7 +145,7 @@ def _indexed(
         indexed.hashes[file.path] = content_hash
     store = index.store(project_id) if unread else None
     if store is not None:
-        kept = index.facts.recall(store, [file.content_hash for file in unread if file.content_hash], parts)
+        kept = _recalled(ctx, index, store, [file.content_hash for file in unread if file.content_hash], parts)
         still: list[VaultFile] = []
         for file in unread:
             facts = kept.get(file.content_hash) if file.content_hash else None
@@ -156,6 +158,27 @@ def _indexed(
     if unread:
         _read_and_parse(ctx, project_id, unread, parts, indexed, index, pause)
     return indexed
+
+
+def _recalled(
+    ctx: ToolContext, index: NoteIndex, store: FactsStore, hashes: list[str], parts: Collection[str]
+) -> dict[str, NoteFacts]:
+    """The facts of those ``hashes`` the store holds, read back :data:`RECALL_CHUNK` at a time while the budget
+    lasts (100,000 notes' facts take longer to read back than a call has); what is not read back is then read and
+    parsed, which stops in time."""
+    kept: dict[str, NoteFacts] = {}
+    for start in range(0, len(hashes), RECALL_CHUNK):
+        if out_of_time(ctx):
+            break
+        kept.update(index.facts.recall(store, hashes[start : start + RECALL_CHUNK], parts))
+    return kept
+
+
+def out_of_time(ctx: ToolContext) -> bool:
+    """Whether the call is cancelled, or has too little of its budget left to go on reading facts and still answer."""
+    return (ctx.token is not None and ctx.token.cancelled) or (
+        ctx.budget is not None and ctx.budget.remaining() < ANSWER_SECONDS
+    )
 
 
 def _read_and_parse(
@@ -268,10 +291,14 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
             continue  # changed, and not read in time: its old links are not this listing's
         elif file.path in known:
             links[file.path] = known[file.path]
-    whole = IndexedNotes(listing, notes, hashes={path: entry[0] for path, entry in links.items()})
-    whole.why_partial = indexed.why_partial
     with gc_paused():
-        graph = note_index(ctx).graph(project_id, (file.path for file in listing), links)
+        graph = note_index(ctx).graph(project_id, (file.path for file in listing), links, stop=lambda: out_of_time(ctx))
+    whole = IndexedNotes(
+        listing, notes, hashes={path: entry[0] for path, entry in links.items() if path in graph.notes}
+    )
+    whole.why_partial = indexed.why_partial or (
+        "the call's time budget ran out" if len(graph.notes) < len(links) else ""
+    )
     return whole, graph
 
 
