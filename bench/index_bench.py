@@ -25,12 +25,14 @@ Printed: a line per phase as it ends, then the growth table in Markdown for docs
 
 ``--cache-mb N`` sets the server's ``TEAM_VAULT_CACHE_MAX_MB`` (a vault bigger than the cache's bound, 512 MB by
 default, is downloaded again by every search: 100,000 notes of ~4 KB take about 800 MB on disk).
+``--settle S`` waits S seconds after the cold search, so that the warm calls find the warm-up's sync and index
+done (at 100,000 notes they take minutes; without it the warm calls measure a vault still being taken in).
 ``--package DIR`` runs the server on the ``teamvault_mcp`` package under DIR (``git archive main teamvault_mcp
 | tar -x -C DIR``), for a before/after; the local vault always runs from this tree. ``--data-root DIR`` keeps
 the seeded vaults there (``DIR/<notes>``) and reuses them on the next run.
 
     .venv/bin/python bench/index_bench.py [--sizes 1000,5000,20000,50000,100000] [--repeat 20] [--rtt-ms 40]
-        [--package DIR] [--data-root DIR] [--cache-mb N]
+        [--package DIR] [--data-root DIR] [--cache-mb N] [--settle S]
 """
 
 from __future__ import annotations
@@ -295,6 +297,9 @@ def measure(count: int, options: argparse.Namespace, work: Path) -> Size:
         server = Server(package, vault_env, cache)
         size.cold = server.call(*CALLS[0])
         say(f"  cold search_notes: {size.cold[0]:.1f} s {size.cold[1]}")
+        if options.settle:
+            say(f"  letting the warm-up sync and index the rest for {options.settle:g} s")
+            time.sleep(options.settle)
         for tool, arguments in CALLS:
             runs = [server.call(tool, arguments) for _ in range(options.repeat)]
             size.warm[tool] = statistics.median(run[0] for run in runs)
@@ -375,6 +380,7 @@ def main() -> None:
     parser.add_argument("--package", help="run the server on the teamvault_mcp package under this directory")
     parser.add_argument("--data-root", help="keep the seeded vaults here and reuse them")
     parser.add_argument("--cache-mb", help="TEAM_VAULT_CACHE_MAX_MB of the server under test (default: its own)")
+    parser.add_argument("--settle", type=float, default=0.0, help="seconds to wait after the cold search (warm-up)")
     options = parser.parse_args()
     if options.cache_mb:
         SERVER_ENV["TEAM_VAULT_CACHE_MAX_MB"] = options.cache_mb
