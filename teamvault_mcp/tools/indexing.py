@@ -254,7 +254,7 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
 
     for start in range(0, len(notes), WARM_INDEX_CHUNK):
         step_aside()
-        if token.cancelled or (ctx.budget is not None and ctx.budget.remaining() < ANSWER_SECONDS):
+        if out_of_time(ctx):
             report.stopped = "the server is stopping" if token.cancelled else "its time ran out"
             return
         chunk = IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK])
@@ -281,16 +281,16 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
         file for file in notes if file.content_hash is None or known.get(file.path, ("",))[0] != file.content_hash
     ]
     indexed = _indexed(ctx, project_id, IndexedNotes(listing, changed), ("links",))
+    changed_paths = {file.path for file in changed}
     links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
     for file in notes:
         facts = indexed.facts.get(file.path)
         if facts is not None:
             assert facts.links is not None
             links[file.path] = (indexed.hashes[file.path], facts.links)
-        elif file.path in known and file in changed:
-            continue  # changed, and not read in time: its old links are not this listing's
-        elif file.path in known:
+        elif file.path not in changed_paths:
             links[file.path] = known[file.path]
+        # else: changed, and not read in time: its old links are not this listing's, and the answer says so
     with gc_paused():
         graph = note_index(ctx).graph(project_id, (file.path for file in listing), links, stop=lambda: out_of_time(ctx))
     whole = IndexedNotes(
