@@ -304,3 +304,22 @@ async def test_reading_facts_back_from_the_store_stops_with_the_budget(
     async with session_on(seeded, cache_dir=cache, clock=clock, call_budget=4.5, prefetch=False) as session:
         text = await session.ok_text("list_tags")
     assert "[Partial: 1 of 3 notes were not read (the call's time budget ran out)" in text
+
+
+async def test_parsed_facts_go_to_the_store_in_batches_as_they_come(
+    seeded: LocalVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One write per batch of notes parsed, not one for the whole call at its end: at 50,000 notes that last write
+    came after the budget's end (the call overran it)."""
+    monkeypatch.setattr(indexing, "SAVE_EVERY", 2)
+    batches: list[int] = []
+    save = IndexStore.save
+
+    def counted(self: IndexStore, rows: Any) -> None:
+        batches.append(len({row[0] for row in rows}))
+        save(self, rows)
+
+    monkeypatch.setattr(IndexStore, "save", counted)
+    async with session_on(seeded, cache_dir=tmp_path / "cache", prefetch=False) as session:
+        await session.ok_text("list_tags")
+    assert batches == [2, 1]

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 ANSWER_SECONDS = 1.0
 #: Notes whose facts are read back from the store at a time, between two looks at the call's budget.
 RECALL_CHUNK = 2000
+#: Notes parsed between two writes of their facts to the store (one transaction each).
+SAVE_EVERY = 500
 #: Notes the warm-up indexes at a time (:func:`index_in_background`): one store query and one write each.
 WARM_INDEX_CHUNK = 500
 
@@ -194,12 +196,17 @@ def _read_and_parse(
     texts = Texts(ctx, project_id, gathered)
     indexed.why_partial = gathered.why_partial
     parsed: dict[str, NoteFacts] = {}
-    try:
-        _parse(ctx, gathered, texts, parts, indexed, index, parsed, pause)
-    finally:  # what was parsed is kept, even when the call stops early
-        store = index.store(project_id)
+    store = index.store(project_id)
+
+    def keep() -> None:  # what was parsed goes to the store as it comes: a batch is quick, 40,000 notes are not
         if store is not None and parsed:
             index.facts.keep(store, parsed.items())
+        parsed.clear()
+
+    try:
+        _parse(ctx, gathered, texts, parts, indexed, index, parsed, pause, keep)
+    finally:  # what was parsed is kept, even when the call stops early
+        keep()
 
 
 def _parse(
@@ -211,6 +218,7 @@ def _parse(
     index: NoteIndex,
     parsed: dict[str, NoteFacts],
     pause: Pause | None,
+    keep: Callable[[], None],
 ) -> None:
     last_report = 0.0
     with gc_paused():  # a note's parse makes thousands of small objects
@@ -229,6 +237,8 @@ def _parse(
             content_hash = file.content_hash or hashlib.sha256(raw.encode()).hexdigest()
             indexed.facts[file.path] = parsed[content_hash] = index.facts.facts(content_hash, raw, parts)
             indexed.hashes[file.path] = content_hash
+            if len(parsed) >= SAVE_EVERY:
+                keep()
             # Paced on the machine's clock: how often the host hears, not how long the call may take.
             if ctx.progress is not None and time.monotonic() - last_report >= PROGRESS_EVERY:
                 last_report = time.monotonic()
