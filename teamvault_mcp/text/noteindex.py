@@ -98,6 +98,7 @@ class NoteFacts:
             added += self._weight("links")
         if "tags" in parts and self.tags is None:
             self.tags = note_tags(note)
+            self.tags.spellings  # noqa: B018  # worked out in the parse the budget watches, not in the count after it
             added += self._weight("tags")
         if "tasks" in parts and self.tasks is None:
             self.tasks = tuple(note_tasks(note))
