@@ -197,7 +197,7 @@ class FactsStore(Protocol):
 
 
 class ListedFile(Protocol):
-    """A file of a listing, as a store keeps it (``vault/client.py``'s ``VaultFile`` is one)."""
+    """A file of a listing, as a store keeps it (``vault/records.py``'s ``VaultFile`` is one)."""
 
     @property
     def path(self) -> str: ...
