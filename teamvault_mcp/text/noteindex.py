@@ -257,12 +257,7 @@ class FactsIndex:
         found: dict[str, NoteFacts] = {}
         with self._lock:
             for content_hash, values in stored.items():
-                facts = self._entries.get(content_hash)
-                if facts is None:
-                    facts = self._entries[content_hash] = NoteFacts()
-                    self._bytes += facts.weight
-                else:
-                    self._entries.move_to_end(content_hash)
+                facts = self._entry(content_hash)
                 self.loaded += sum(1 for part in values if facts.missing((part,)))
                 self._bytes += facts.take(values)
                 if not facts.missing(parts):
@@ -274,6 +269,16 @@ class FactsIndex:
         """Give ``store`` the parts of these (hash, facts), in one batch."""
         store.save([(content_hash, part, value) for content_hash, facts in parsed for part, value in facts.encoded()])
 
+    def _entry(self, content_hash: str) -> NoteFacts:
+        """The facts kept for ``content_hash`` (made empty if none), now the most recently used; under the lock."""
+        facts = self._entries.get(content_hash)
+        if facts is None:
+            facts = self._entries[content_hash] = NoteFacts()
+            self._bytes += facts.weight
+        else:
+            self._entries.move_to_end(content_hash)
+        return facts
+
     def _evict(self) -> None:
         while self._bytes > self.max_bytes and len(self._entries) > 1:
             _, dropped = self._entries.popitem(last=False)
@@ -282,12 +287,7 @@ class FactsIndex:
     def facts(self, content_hash: str, text: str, parts: Collection[str]) -> NoteFacts:
         """The facts of the content ``text`` (whose hash is ``content_hash``) with ``parts`` parsed."""
         with self._lock:  # a note parses in about a millisecond: held per note, never for a whole vault
-            facts = self._entries.get(content_hash)
-            if facts is None:
-                facts = self._entries[content_hash] = NoteFacts()
-                self._bytes += facts.weight
-            else:
-                self._entries.move_to_end(content_hash)
+            facts = self._entry(content_hash)
             missing = facts.missing(parts)
             if missing:
                 self._bytes += facts.parse(text, missing)

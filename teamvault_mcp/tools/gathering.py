@@ -109,7 +109,7 @@ def gather(
     gathered = Gathered([])
     missing: list[VaultFile] = []
     for number, file in enumerate(files):
-        if number % LOOK_EVERY == 0 and _out_of_time(ctx):  # each is a read from the disk, and a fold
+        if number % LOOK_EVERY == 0 and out_of_time(ctx, READ_RESERVE_SECONDS):  # each a read from disk, a fold
             gathered.not_searched = len(files) - number
             gathered.why_partial = "the call was cancelled" if ctx.token.cancelled else "the call's time budget ran out"
             return gathered
@@ -134,9 +134,12 @@ LOOK_EVERY = 200
 READ_RESERVE_SECONDS = 1.5
 
 
-def _out_of_time(ctx: ToolContext) -> bool:
-    """Whether the call is cancelled, or has too little left to go on reading notes and still answer."""
-    return ctx.token.cancelled or ctx.budget.remaining() < READ_RESERVE_SECONDS
+def out_of_time(ctx: ToolContext, reserve: float) -> bool:
+    """Whether the call is cancelled, or has less than ``reserve`` seconds left: too little to go on reading notes
+    (or their facts) and still answer."""
+    return (ctx.token is not None and ctx.token.cancelled) or (
+        ctx.budget is not None and ctx.budget.remaining() < reserve
+    )
 
 
 def known(file: VaultFile, index: SearchIndex, cache: ContentCache | None) -> Indexed | None:

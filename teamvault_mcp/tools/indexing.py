@@ -28,7 +28,7 @@ from teamvault_mcp.errors import CallCancelledError
 from teamvault_mcp.text.links import MARKDOWN_EXTENSION
 from teamvault_mcp.text.noteindex import PARTS, FactsStore, LinkFact, LinkGraph, NoteFacts, NoteIndex
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused
+from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused, out_of_time
 from teamvault_mcp.tools.spec import Handler
 
 if TYPE_CHECKING:
@@ -173,18 +173,10 @@ def _recalled(
     notes; what is not read back is then read and parsed, which stops in time."""
     kept: dict[str, NoteFacts] = {}
     for start in range(0, len(hashes), RECALL_CHUNK):
-        if out_of_time(ctx, notes):
+        if out_of_time(ctx, answer_reserve(notes)):
             break
         kept.update(index.facts.recall(store, hashes[start : start + RECALL_CHUNK], parts))
     return kept
-
-
-def out_of_time(ctx: ToolContext, notes: int = 0) -> bool:
-    """Whether the call is cancelled, or has too little of its budget left to go on reading facts and still answer
-    about ``notes`` notes (:func:`answer_reserve`)."""
-    return (ctx.token is not None and ctx.token.cancelled) or (
-        ctx.budget is not None and ctx.budget.remaining() < answer_reserve(notes)
-    )
 
 
 def answer_reserve(notes: int) -> float:
@@ -275,7 +267,7 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
 
     for start in range(0, len(notes), WARM_INDEX_CHUNK):
         step_aside()
-        if out_of_time(ctx):
+        if out_of_time(ctx, ANSWER_SECONDS):
             report.stopped = "the server is stopping" if token.cancelled else "its time ran out"
             return
         chunk = IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK])
@@ -314,7 +306,10 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
         # else: changed, and not read in time: its old links are not this listing's, and the answer says so
     with gc_paused():
         graph = note_index(ctx).graph(
-            project_id, (file.path for file in listing), links, stop=lambda: out_of_time(ctx, len(notes))
+            project_id,
+            (file.path for file in listing),
+            links,
+            stop=lambda: out_of_time(ctx, answer_reserve(len(notes))),
         )
     whole = IndexedNotes(
         listing, notes, hashes={path: entry[0] for path, entry in links.items() if path in graph.notes}
