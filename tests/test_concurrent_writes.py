@@ -72,6 +72,33 @@ async def test_an_edit_is_made_again_on_top_of_a_colleagues_write_that_slipped_i
         assert history(session, "tasks.md")[-3:] == [THEIRS.encode(), ours_on_base, both.encode()]
 
 
+async def test_a_colleagues_version_with_our_bytes_does_not_hide_the_version_we_replaced(tmp_path: Path) -> None:
+    """Without conditional writes: our first PUT replaced a's line, so our second writes ours on top of a's; just
+    before it, a colleague wrote those very bytes (as a colleague's repair in a storm can) and then z appended to
+    them and finished. Our second PUT replaces z's version: the history holds our bytes twice and cannot say which
+    is ours. Taking the first (as before) lost z's line."""
+    async with open_session(tmp_path, vault_options={"conditional_writes": False}) as session:
+        base = "# Team log\n\n## Log\n\n## Done\n"
+
+        def log(*entries: str) -> str:
+            return base.replace("## Log\n", "## Log\n" + "".join(f"- {entry}\n" for entry in entries))
+
+        session.seed("log.md", base)
+        colleague_writes_before_our_put(session, "log.md", log("a"))
+
+        def same_bytes_then_z() -> None:
+            session.colleague_writes("log.md", log("w", "a"))  # what our next PUT writes, byte for byte
+            session.colleague_writes("log.md", log("z", "w", "a"))
+
+        session.vault.faults.add("PUT", FILE, Fault.first(same_bytes_then_z))  # our second PUT
+        edit = {"oldText": "## Log\n", "newText": "## Log\n- w\n"}
+        text, is_error, _ = await session.call("edit_note", path="log.md", edits=[edit])
+        assert not is_error, text
+        final = session.text("log.md")
+        assert all(f"- {entry}\n" in final for entry in "awz"), final
+        assert len(final.splitlines()) == len(log("a", "w", "z").splitlines()), final  # each line once
+
+
 async def test_a_rebase_conflicts_instruction_follows_its_diff_on_a_line_of_its_own(tmp_path: Path) -> None:
     # Without conditional writes ours is written and then put back: that conflict shows their version against ours.
     async with open_session(tmp_path, vault_options={"conditional_writes": False}) as session:

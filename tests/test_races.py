@@ -18,7 +18,7 @@ from support.env import agent_env
 from support.seeding import put, text
 
 from teamvault_mcp.localvault import LocalVault
-from teamvault_mcp.tools.writing.history import to_keep
+from teamvault_mcp.tools.writing.history import check_history, to_keep
 from teamvault_mcp.vault.records import VaultVersion
 
 AGENTS = 16
@@ -172,3 +172,18 @@ def test_two_finished_writers_on_top_of_different_texts_are_both_kept() -> None:
         cast(Any, SimpleNamespace(client=client)), "p1", cast(Any, SimpleNamespace(id="f1")), base, between
     )
     assert sorted(data.decode().splitlines()) == sorted(["# Log", "- l1", "- l2", "- f"])
+
+
+def test_our_bytes_twice_in_the_history_ours_is_the_last_and_the_one_before_the_first_may_be_replaced() -> None:
+    """Versions after the one we built on (b): x, ours-bytes (a colleague's), z, ours-bytes (ours, or a put-back).
+    Ours is taken to be the last: z is the one it replaced, and x, which the earlier copy follows, may be too."""
+    hashes = ["b", "x", "w", "z", "w"]
+    versions = [VaultVersion({"id": f"v{n}", "versionNumber": n + 1, "contentHash": h}) for n, h in enumerate(hashes)]
+    ctx = cast(Any, SimpleNamespace(client=SimpleNamespace(list_versions=lambda project, file_id: versions[::-1])))
+    check = check_history(ctx, "p1", "f1", "b", "w", {"w"})
+    assert check.ours is not None and check.ours["id"] == "v4"
+    assert [version["id"] for version in check.between] == ["v1", "v3"]
+    assert check.replaced is not None and check.replaced["id"] == "v3"
+    assert [version["id"] for version in check.maybe_replaced] == ["v1"]
+    once = check_history(ctx, "p1", "f1", "x", "z", {"z"})  # our bytes once: nothing else may be replaced
+    assert once.ours is not None and once.ours["id"] == "v3" and once.maybe_replaced == ()

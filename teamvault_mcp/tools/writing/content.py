@@ -48,7 +48,7 @@ from teamvault_mcp.text.merge import merge3, only_adds, swap_additions
 from teamvault_mcp.tools.context import ToolContext, sha256_hex
 from teamvault_mcp.tools.note_locks import LOCK_RESERVE
 from teamvault_mcp.tools.versions import describe
-from teamvault_mcp.tools.writing.history import check_history, to_keep, version_with
+from teamvault_mcp.tools.writing.history import check_history, replaced_text, to_keep, version_with
 from teamvault_mcp.tools.writing.rules import expect, settle_content
 from teamvault_mcp.tools.writing.story import Written
 
@@ -274,7 +274,8 @@ def _checked(
         # Ours is made again on exactly what our write replaced: the version just before ours. Any version
         # before that one was replaced by that version's writer, who makes good on it in turn.
         theirs = check.between[-1]
-        theirs_data = ctx.client.download_version(project_id, job.file.id, theirs.id)
+        assert job.built_on is not None  # a rebase knows what it read
+        theirs_data = replaced_text(ctx, project_id, job.file, job.built_on, check, additive=job.adds)
     else:
         theirs, theirs_data = to_keep(ctx, project_id, job.file, job.built_on, check.between)
     try:

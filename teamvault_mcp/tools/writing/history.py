@@ -23,6 +23,9 @@ class HistoryCheck:
     ours: VaultVersion | None = None
     #: Colleagues' versions between the one we built on and ours, oldest first: we replaced the last.
     between: tuple[VaultVersion, ...] = ()
+    #: When our bytes are in the history more than once since the version we built on (a colleague wrote the same
+    #: text), any of them may be ours: the colleague's version each earlier one follows, which we may have replaced.
+    maybe_replaced: tuple[VaultVersion, ...] = ()
     unknown: str | None = None
 
     @property
@@ -40,11 +43,10 @@ def check_history(
         return HistoryCheck(unknown=f"the note's version history could not be read ({error})")
     ordered = oldest_first(versions)
     hashes = [hash_of(version) for version in ordered]
-    # Our version is the first with our hash after the newest version we built on that one follows:
-    # a later version with the same bytes is a colleague putting our text back, not our write.
+    # Our version has our bytes and follows the newest version we built on that such a version follows.
     for start in (i for i in range(len(hashes) - 1, -1, -1) if hashes[i] == built_on):
-        mine = next((i for i in range(start + 1, len(hashes)) if hashes[i] == written), None)
-        if mine is not None:
+        candidates = [i for i in range(start + 1, len(hashes)) if hashes[i] == written]
+        if candidates:
             break
     else:
         if written in hashes and built_on not in hashes:
@@ -52,8 +54,33 @@ def check_history(
                 unknown="the version history does not reach back to the version this write was made from"
             )
         return HistoryCheck(unknown="the server's version history does not show this write")
-    between = tuple(ordered[i] for i in range(start + 1, mine) if hashes[i] not in own)
-    return HistoryCheck(ours=ordered[mine], between=between)
+    # Several: a colleague wrote our bytes too (a merge like ours, or ours put back), and the server says nothing
+    # that tells them apart. Taking the first lost a line: ours was a later one, over a version nobody made good
+    # on. So ours is taken to be the last, and what each earlier one follows may have been replaced by us too.
+    mine = candidates[-1]
+    colleagues = [i for i in range(start + 1, mine) if hashes[i] not in own]
+    follows = [max((i for i in colleagues if i < candidate), default=None) for candidate in candidates]
+    maybe = sorted({i for i in follows[:-1] if i is not None and i != follows[-1]})
+    return HistoryCheck(
+        ours=ordered[mine],
+        between=tuple(ordered[i] for i in colleagues),
+        maybe_replaced=tuple(ordered[i] for i in maybe),
+    )
+
+
+def replaced_text(
+    ctx: ToolContext, project_id: str, file: VaultFile, built_on: bytes, check: HistoryCheck, *, additive: bool
+) -> bytes:
+    """The text of the colleague's version our write replaced, with the changes of each version it may have
+    replaced too (:attr:`HistoryCheck.maybe_replaced`) merged in; one that conflicts is left out."""
+    assert check.replaced is not None
+    data = ctx.client.download_version(project_id, file.id, check.replaced.id)
+    base, kept = _text(built_on), _text(data)
+    for version in check.maybe_replaced:
+        other = _text(ctx.client.download_version(project_id, file.id, version.id))
+        merged = merge3(base, kept, other, additive=additive)
+        kept = kept if merged is None else merged
+    return kept.encode("utf-8") if check.maybe_replaced else data
 
 
 #: At most this many colleagues' versions (the first and the newest) are compared to choose the one to keep. A
