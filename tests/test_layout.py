@@ -45,7 +45,7 @@ SHARED_TOOLS += ("tools.versions", "tools.gathering", "tools.missing")
 #: The write pipeline, shared by every family that writes (``tools/writing/``).
 SHARED_TOOLS += tuple(f"tools.writing.{name}" for name in ("report", "rules", "history", "story", "content"))
 SHARED_TOOLS += ("tools.writing.rewrite", "tools.writing.many", "tools.writing")
-SHARED_TOOLS += ("tools.team_note", "tools.indexing", "tools.relinking")
+SHARED_TOOLS += ("tools.team_note", "tools.indexing", "tools.tallies", "tools.relinking")
 #: Third-party packages only some folders may import.
 ONLY_IN = {"mcp": ("server",), "pydantic": ("server",), "pydantic_core": ("server",)}
 ONLY_IN |= {"requests": ("vault",), "urllib3": ("vault",)}

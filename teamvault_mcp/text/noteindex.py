@@ -34,6 +34,7 @@ from teamvault_mcp.text.links import Link, parse_links
 from teamvault_mcp.text.prose import NoteText
 from teamvault_mcp.text.resolution import VaultPaths, name_key, names_of
 from teamvault_mcp.text.tags import NoteTags, Tag, note_tags
+from teamvault_mcp.text.tally import Tallies
 from teamvault_mcp.text.tasks import Task, note_tasks
 
 PARTS = ("links", "tags", "tasks", "fields")
@@ -436,7 +437,7 @@ class NoteIndex:
     """The facts of every content seen, and each project's resolved links; shared by all calls.
 
     Besides the facts (bounded by :class:`FactsIndex`), each of the last :data:`GRAPHS_KEPT`
-    projects keeps the resolved links of its notes as last read: at most one vault's links.
+    projects keeps the resolved links of its notes as last read (at most one vault's links), and its tallies.
     """
 
     def __init__(
@@ -446,6 +447,7 @@ class NoteIndex:
         self.facts = FactsIndex(max_bytes)
         self._stores = stores
         self._projects: OrderedDict[str, _Resolutions] = OrderedDict()
+        self._tallies: OrderedDict[str, Tallies] = OrderedDict()
         self._lock = threading.Lock()
         #: Links resolved since the index was made: how tests see that an unchanged vault is not resolved again.
         self.resolved = 0
@@ -453,6 +455,17 @@ class NoteIndex:
     def store(self, project_id: str) -> FactsStore | None:
         """The project's facts on disk, if it has any."""
         return self._stores(project_id) if self._stores is not None else None
+
+    def tallies(self, project_id: str) -> Tallies:
+        """What list_tags and list_tasks count over the project's notes (``tally.py``); the last
+        :data:`GRAPHS_KEPT` projects keep theirs."""
+        with self._lock:
+            tallies = self._tallies.get(project_id) or Tallies()
+            self._tallies[project_id] = tallies
+            self._tallies.move_to_end(project_id)
+            while len(self._tallies) > GRAPHS_KEPT:
+                self._tallies.popitem(last=False)
+            return tallies
 
     def vault_paths(self, project_id: str, paths: Iterable[str]) -> VaultPaths:
         """The vault's ``paths`` (every live file) indexed for resolution: the project's last index when the

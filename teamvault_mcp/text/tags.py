@@ -160,16 +160,20 @@ def front_matter_tags(fields: Mapping[str, Any]) -> tuple[list[Tag], list[str]]:
 
 def count_tags(notes: Iterable[NoteTags]) -> list[TagCount]:
     """Each tag, at each level of nesting, with the number of notes that carry it; most notes first."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    for tags in notes:
+        pairs.update(tags.spellings.items())
+    return counted_tags(pairs)
+
+
+def counted_tags(pairs: Counter[tuple[str, str]]) -> list[TagCount]:
+    """:func:`count_tags` from how many notes spell each tag (case folded) each way: shown as most of them spell
+    it (the first such spelling in code point order on a tie)."""
     counts: Counter[str] = Counter()
     spellings: dict[str, Counter[str]] = {}
-    for tags in notes:
-        seen = tags.spellings
-        counts.update(seen.keys())
-        for key, spelling in seen.items():
-            if key in spellings:
-                spellings[key][spelling] += 1
-            else:
-                spellings[key] = Counter((spelling,))
+    for (key, spelling), notes in pairs.items():
+        counts[key] += notes
+        spellings.setdefault(key, Counter())[spelling] += notes
     shown = {key: min(spelling.items(), key=lambda item: (-item[1], item[0]))[0] for key, spelling in spellings.items()}
     return [
         TagCount(key, shown[key], count) for key, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))

@@ -28,8 +28,9 @@ from teamvault_mcp.text.properties import (
 )
 from teamvault_mcp.text.prose import unindexed_notice
 from teamvault_mcp.text.resolution import path_key
-from teamvault_mcp.text.tags import MAX_TAGS_PER_NOTE, carries, count_tags, tag_key, tag_levels
-from teamvault_mcp.text.tasks import MAX_TASKS_PER_NOTE, STATUS_CHOICES, Person, select_tasks
+from teamvault_mcp.text.tags import MAX_TAGS_PER_NOTE, counted_tags, tag_key
+from teamvault_mcp.text.tally import TagShare, spelled
+from teamvault_mcp.text.tasks import STATUS_CHOICES
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.indexing import (
@@ -44,6 +45,7 @@ from teamvault_mcp.tools.indexing import (
 )
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
+from teamvault_mcp.tools.tallies import Tallied, tallied_tags, tasks_counted, tasks_named
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkFact
@@ -240,24 +242,23 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
 def list_tags(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     prefix = folder_prefix(args.get("prefix"))
-    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), ("tags",), prefix=prefix)
-    read = indexed.read()
-    answer = Answer(partial=indexed.not_read > 0)
-    notice = indexed.partial_notice("tags of them")
+    tallied = tallied_tags(ctx, project_id, prefix)
+    answer = Answer(partial=tallied.not_read > 0)
+    notice = tallied.partial_notice("tags of them")
     if notice:
         answer.notice(notice)
-    counted = [(file.path, file.size or 0, len(facts.tags.tags) if facts.tags else 0) for file, facts in read]
-    cut = unindexed_notice(counted, "tags", MAX_TAGS_PER_NOTE)
+    cut = tallied.unindexed_notice("tags", MAX_TAGS_PER_NOTE)
     if cut:
         answer.notice(cut)
     if "tag" in args:
-        _notes_with_tag(answer, args["tag"], read, prefix)
+        _notes_with_tag(answer, args["tag"], tallied, prefix)
     else:
-        counts = count_tags(facts.tags for _, facts in read if facts.tags is not None)
-        tagged = sum(1 for _, facts in read if facts.tags is not None and facts.tags.tags)
+        pairs = note_index(ctx).tallies(project_id).tags.pairs() if prefix is None else None
+        counts = counted_tags(pairs if pairs is not None else spelled(share for _, share in tallied.items))
+        tagged = sum(1 for _, share in tallied.items if share.names)
         answer.data.update(tags=[], total=len(counts))
         answer.summary(
-            f"{_count(len(counts), 'tag')} in {_count(tagged, 'note')} (of {_count(len(read), 'note')}"
+            f"{_count(len(counts), 'tag')} in {_count(tagged, 'note')} (of {_count(len(tallied.items), 'note')}"
             f"{_under(prefix)}; a nested tag counts at each level){':' if counts else '.'}"
         )
         for count in counts[:MAX_SHOWN]:
@@ -266,29 +267,29 @@ def list_tags(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             answer.notice(f"[Cut: the {MAX_SHOWN} most used of {len(counts):,} tags shown. Narrow with prefix.]")
         if counts:
             answer.notice('The notes with one: list_tags(tag="…").')
-    rejected = [(file.path, facts.tags.rejected) for file, facts in read if facts.tags and facts.tags.rejected]
+    rejected = tallied.sorted(lambda share: bool(share.rejected))
     if rejected:
-        first_path, values = rejected[0]
+        first_path, first = rejected[0]
         answer.notice(
             f"[Not tags: {_count(len(rejected), 'note')} list front matter tags that are no valid tag, e.g. "
-            f"{json.dumps(values[0], ensure_ascii=False)} in {first_path} (a tag has no spaces and is not all digits).]"
+            f"{json.dumps(first.rejected[0], ensure_ascii=False)} in {first_path} (a tag has no spaces and is not all "
+            "digits).]"
         )
     return answer.output()
 
 
-def _notes_with_tag(answer: Answer, tag: str, read: list[tuple[VaultFile, Any]], prefix: str | None) -> None:
+def _notes_with_tag(answer: Answer, tag: str, tallied: Tallied[TagShare], prefix: str | None) -> None:
     wanted = tag_key(tag.strip().removeprefix("#"))
-    found = [(file, facts.tags) for file, facts in read if facts.tags is not None and carries(facts.tags, wanted)]
+    found = tallied.sorted(lambda share: share.carries(wanted))
     answer.data.update(tag=wanted, notes=[], total=len(found))
     answer.summary(
         f"#{wanted}: {_count(len(found), 'note')}{_under(prefix)} {'carries' if len(found) == 1 else 'carry'} it "
         "or a tag nested under it"
         f"{':' if found else '.'}"
     )
-    for file, tags in found[:MAX_SHOWN]:
-        names = list(dict.fromkeys(t.name for t in tags.tags if wanted in map(tag_key, tag_levels(t.name))))
-        line = f"{file.path}  {' '.join('#' + name for name in names)}"
-        answer.row("notes", line, {"path": file.path, "tags": names})
+    for path, share in found[:MAX_SHOWN]:
+        names = share.names_under(wanted)
+        answer.row("notes", f"{path}  {' '.join('#' + name for name in names)}", {"path": path, "tags": names})
     if len(found) > MAX_SHOWN:
         answer.notice(f"[Cut: {MAX_SHOWN} of {len(found):,} notes shown, by path. Narrow with prefix.]")
 
@@ -380,47 +381,35 @@ def list_tasks(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     status = args.get("status", "open")
     limit = args.get("limit", DEFAULT_LIMIT)
     prefix = folder_prefix(args.get("prefix"))
-    assignee = Person.named(args["assignee"]) if "assignee" in args else None
-    owner = Person.named(args["owner"]) if "owner" in args else None
-    parts = ("tasks", "fields") if owner else ("tasks",)  # the YAML is read only when owner asks for it
-    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
-    found = [
-        (file.path, task)
-        for file, facts in indexed.read()
-        if owner is None or owner.named_by(field_value(facts.fields, "owner"))
-        for task in select_tasks(list(facts.tasks or ()), status)
-        if assignee is None or assignee.mentioned_in(task.text)
-    ]
-    notes = len({path for path, _ in found})
+    if "assignee" in args or "owner" in args:
+        found = tasks_named(ctx, project_id, args, status, prefix)
+    else:
+        found = tasks_counted(ctx, project_id, status, prefix, limit)
     filters = "; ".join(f"{name}: {args[name]}" for name in ("assignee", "owner") if name in args)
     what = {"open": "open task", "done": "done task", "all": "task"}[status]
-    answer = Answer(tasks=[], total=len(found), notes=notes, partial=indexed.not_read > 0)
-    notice = indexed.partial_notice("tasks in them")
-    if notice:
-        answer.notice(notice)
-    counted = [(file.path, file.size or 0, len(facts.tasks or ())) for file, facts in indexed.read()]
-    cut = unindexed_notice(counted, "tasks", MAX_TASKS_PER_NOTE)
-    if cut:
-        answer.notice(cut)
+    answer = Answer(tasks=[], total=found.total, notes=found.notes, partial=found.partial is not None)
+    for notice in (found.partial, found.cut):
+        if notice:
+            answer.notice(notice)
     answer.summary(
-        f"{_count(len(found), what)}{f' ({filters})' if filters else ''} in {_count(notes, 'note')} "
-        f"(of {len(indexed.read()):,}{_under(prefix)}){':' if found else '.'}"
+        f"{_count(found.total, what)}{f' ({filters})' if filters else ''} in {_count(found.notes, 'note')} "
+        f"(of {found.read:,}{_under(prefix)}){':' if found.total else '.'}"
     )
-    for path, task in found[:limit]:
+    for path, task in found.first[:limit]:
         section = f" · {' > '.join(task.section)}" if task.section else ""
         record = {"path": path, "line": task.line, "status": task.status, "text": task.text}
         record["section"] = list(task.section)
         answer.row("tasks", f"{path}:{task.line}  [{task.status}] {_short(task.text)}{section}", record)
-    if len(found) > limit:
+    if found.total > limit:
         answer.notice(
-            f"[Cut: {limit:,} of {len(found):,} shown, by note and line. Narrow with prefix, or raise limit "
+            f"[Cut: {limit:,} of {found.total:,} shown, by note and line. Narrow with prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
     ways = ctx.tools.ways_on(
         ("edit_note", "tick one with edit_note (oldText: the task's line)"),
         ("read_note", "its section: read_note(path, section=[…])"),
     )
-    if found and ways:
+    if found.total and ways:
         answer.notice(ways)
     return answer.output()
 

@@ -79,13 +79,18 @@ class IndexedNotes:
 
         ``missing`` says what the answer may lack, e.g. "links from them".
         """
-        if not self.not_read:
-            return None
-        lacks = f"; this answer may lack {missing}" if missing else ""
-        return (
-            f"[Partial: {self.not_read:,} of {len(self.notes):,} notes were not read ({self.why_partial}){lacks}. "
-            "What was read is kept: calling again continues where this stopped.]"
-        )
+        return partial_notice(self.not_read, len(self.notes), self.why_partial, missing)
+
+
+def partial_notice(not_read: int, notes: int, why: str, missing: str = "") -> str | None:
+    """:meth:`IndexedNotes.partial_notice` of ``not_read`` notes of ``notes``, not read because ``why``."""
+    if not not_read:
+        return None
+    lacks = f"; this answer may lack {missing}" if missing else ""
+    return (
+        f"[Partial: {not_read:,} of {notes:,} notes were not read ({why}){lacks}. "
+        "What was read is kept: calling again continues where this stopped.]"
+    )
 
 
 def list_vault(ctx: ToolContext, project_id: str, prefix: str | None = None) -> list[VaultFile]:

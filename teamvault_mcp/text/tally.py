@@ -1,0 +1,177 @@
+"""What ``list_tags`` and ``list_tasks`` count over a vault, kept from call to call: each note's share, by path,
+and the sums of the shares, as notes come, change and go. No I/O.
+
+Counting every note's tags or tasks anew meant reading all their facts back: at 100,000 notes more than
+memory keeps (``noteindex.FactsIndex``), so every call read them from the store again (4 s). A :class:`Tally`
+keeps of each note only what the counts need — a :class:`TagShare` or a :class:`TaskShare`, a few strings and
+numbers — with the content hash it was made from. A call hands it the listing (:meth:`Tally.stale`: the notes
+to read again; the shares of changed notes and of notes gone are dropped at once, so nothing out of date is
+ever counted), then the shares of the notes it read (:meth:`Tally.take`), and answers from :meth:`Tally.items`
+(and, for the whole vault, the tags' running sums :meth:`TagTally.pairs`, for ``tags.counted_tags``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Generic, NamedTuple, Protocol, TypeVar
+
+from teamvault_mcp.text.tags import NoteTags, tag_key, tag_levels
+from teamvault_mcp.text.tasks import Task
+
+
+class Listed(Protocol):
+    """A listed note, as far as a tally needs it."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str | None: ...
+
+
+class TagShare(NamedTuple):
+    """One note's part in ``list_tags``."""
+
+    #: The note's tags as written, in order (front matter first).
+    names: tuple[str, ...]
+    #: Each tag at each level, case folded, with the note's first spelling of it.
+    spellings: tuple[tuple[str, str], ...]
+    #: Front matter tags that are no valid tag.
+    rejected: tuple[str, ...]
+    size: int
+
+    @classmethod
+    def of(cls, tags: NoteTags | None, size: int) -> TagShare:
+        if tags is None:
+            return cls((), (), (), size)
+        names = tuple(sys.intern(tag.name) for tag in tags.tags)
+        spellings = tuple((sys.intern(key), sys.intern(name)) for key, name in tags.spellings.items())
+        return cls(names, spellings, tags.rejected, size)
+
+    @property
+    def kept(self) -> int:
+        return len(self.names)
+
+    def carries(self, key: str) -> bool:
+        """Whether the note carries the tag ``key`` (case folded) or one nested under it."""
+        return any(level == key for level, _ in self.spellings)
+
+    def names_under(self, key: str) -> list[str]:
+        """The note's tags that are ``key`` or nested under it, as written, each once."""
+        return list(dict.fromkeys(name for name in self.names if key in map(tag_key, tag_levels(name))))
+
+
+class TaskShare(NamedTuple):
+    """One note's part in ``list_tasks``: how many of its tasks are open and how many done (or cancelled)."""
+
+    open: int
+    done: int
+    size: int
+
+    @classmethod
+    def of(cls, tasks: Iterable[Task] | None, size: int) -> TaskShare:
+        done = opened = 0
+        for task in tasks or ():
+            if task.done:
+                done += 1
+            else:
+                opened += 1
+        return cls(opened, done, size)
+
+    @property
+    def kept(self) -> int:
+        return self.open + self.done
+
+    def count(self, status: str) -> int:
+        """The note's tasks with ``status`` (``open``, ``done`` or ``all``, as ``tasks.select_tasks``)."""
+        return {"open": self.open, "done": self.done}.get(status, self.open + self.done)
+
+
+Share = TypeVar("Share", TagShare, TaskShare)
+
+
+class Tally(Generic[Share]):
+    """Each note's share by path, with the content hash it was made from; thread-safe."""
+
+    def __init__(self) -> None:
+        self._notes: dict[str, tuple[str, Share]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._notes)
+
+    def stale(self, notes: Iterable[Listed], prefix: str | None = None) -> list[Listed]:
+        """The ``notes`` (the vault's Markdown notes under ``prefix``, all of them) whose share is missing or made
+        from other content; the shares of those, and of every note under ``prefix`` no longer listed, are dropped."""
+        stale: list[Listed] = []
+        listed: set[str] = set()
+        with self._lock:
+            for note in notes:
+                listed.add(note.path)
+                kept = self._notes.get(note.path)
+                if kept is None or note.content_hash is None or kept[0] != note.content_hash:
+                    stale.append(note)
+                    if kept is not None:
+                        self._drop(note.path)
+            for path in [p for p in self._notes if p not in listed and (prefix is None or p.startswith(prefix))]:
+                self._drop(path)
+        return stale
+
+    def take(self, path: str, content_hash: str, share: Share) -> None:
+        """The share of the note at ``path``, made from the content with ``content_hash``."""
+        with self._lock:
+            if path in self._notes:
+                self._drop(path)
+            self._notes[path] = (content_hash, share)
+            self._counted(share, 1)
+
+    def items(self, prefix: str | None = None) -> list[tuple[str, Share]]:
+        """(path, share) of the notes counted under ``prefix`` (None: all), in no particular order."""
+        with self._lock:
+            return [
+                (path, share) for path, (_, share) in self._notes.items() if prefix is None or path.startswith(prefix)
+            ]
+
+    def _drop(self, path: str) -> None:
+        _, share = self._notes.pop(path)
+        self._counted(share, -1)
+
+    def _counted(self, share: Share, sign: int) -> None:
+        """Keep the running sums (none here): called with the lock held as a share comes (1) or goes (-1)."""
+
+
+class TagTally(Tally[TagShare]):
+    """The tags' tally, with the whole vault's sums kept as shares come and go: a count needs no walk."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pairs: Counter[tuple[str, str]] = Counter()
+
+    def pairs(self) -> Counter[tuple[str, str]]:
+        """How many notes of the whole vault spell each tag (case folded) each way."""
+        with self._lock:
+            return +self._pairs
+
+    def _counted(self, share: TagShare, sign: int) -> None:
+        for pair in share.spellings:
+            self._pairs[pair] += sign
+
+
+def spelled(shares: Iterable[TagShare]) -> Counter[tuple[str, str]]:
+    """How many of the notes with ``shares`` spell each tag (case folded) each way."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    for share in shares:
+        pairs.update(share.spellings)
+    return pairs
+
+
+@dataclass
+class Tallies:
+    """A project's tallies."""
+
+    tags: TagTally = field(default_factory=TagTally)
+    tasks: Tally[TaskShare] = field(default_factory=Tally)

@@ -1,0 +1,147 @@
+"""The notes ``list_tags`` and ``list_tasks`` count, from the project's tallies (``text/tally.py``), and the
+tasks ``list_tasks`` finds.
+
+One listing; the facts of only the notes that changed since the last call are read (``indexing.py``: memory,
+the store, else read and parsed while the budget lasts), and each one's share is kept. A note not read in
+time is not counted, and the answer says how many (:meth:`Tallied.partial_notice`). ``list_tasks`` then reads
+only the notes whose tasks it shows (:func:`tasks_counted`); with ``assignee`` or ``owner`` it reads every note's
+tasks (:func:`tasks_named`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic
+
+from teamvault_mcp.text.properties import field_value
+from teamvault_mcp.text.prose import MAX_FACTS_BYTES, unindexed_notice
+from teamvault_mcp.text.tally import Share, TagShare, Tally, TaskShare
+from teamvault_mcp.text.tasks import MAX_TASKS_PER_NOTE, Person, Task, select_tasks
+from teamvault_mcp.tools.context import ToolContext
+from teamvault_mcp.tools.indexing import index_notes, list_vault, markdown_notes, note_index, partial_notice
+
+if TYPE_CHECKING:
+    from teamvault_mcp.text.noteindex import NoteFacts
+    from teamvault_mcp.vault.records import VaultFile
+
+
+@dataclass
+class Tallied(Generic[Share]):
+    """The notes under a prefix: (path, share) of those counted, how many there are, and why some are not."""
+
+    items: list[tuple[str, Share]]
+    notes: int
+    why_partial: str
+    listing: list[VaultFile]
+
+    @property
+    def not_read(self) -> int:
+        return max(0, self.notes - len(self.items))
+
+    def partial_notice(self, missing: str) -> str | None:
+        return partial_notice(self.not_read, self.notes, self.why_partial, missing)
+
+    def unindexed_notice(self, what: str, cap: int) -> str | None:
+        """``prose.unindexed_notice`` of the notes counted: those whose ``what`` the index keeps only in part."""
+        some = self.sorted(lambda share: share.size > MAX_FACTS_BYTES or share.kept >= cap)
+        return unindexed_notice(((path, share.size, share.kept) for path, share in some), what, cap)
+
+    def sorted(self, keep: Callable[[Share], bool]) -> list[tuple[str, Share]]:
+        """The items whose share ``keep`` keeps, by path."""
+        return sorted(((path, share) for path, share in self.items if keep(share)), key=lambda item: item[0])
+
+
+def tallied_tags(ctx: ToolContext, project_id: str, prefix: str | None) -> Tallied[TagShare]:
+    tally = note_index(ctx).tallies(project_id).tags
+    return _tallied(ctx, project_id, prefix, tally, "tags", lambda file, facts: TagShare.of(facts.tags, file.size or 0))
+
+
+def tallied_tasks(ctx: ToolContext, project_id: str, prefix: str | None) -> Tallied[TaskShare]:
+    tally = note_index(ctx).tallies(project_id).tasks
+    return _tallied(
+        ctx, project_id, prefix, tally, "tasks", lambda file, facts: TaskShare.of(facts.tasks, file.size or 0)
+    )
+
+
+def _tallied(
+    ctx: ToolContext,
+    project_id: str,
+    prefix: str | None,
+    tally: Tally[Share],
+    part: str,
+    share: Callable[[VaultFile, NoteFacts], Share],
+) -> Tallied[Share]:
+    listing = list_vault(ctx, project_id, prefix)
+    notes = markdown_notes(listing, prefix)
+    stale = {file.path for file in tally.stale(notes, prefix)}
+    why = ""
+    if stale:
+        indexed = index_notes(ctx, project_id, listing, (part,), prefix=prefix, paths=stale)
+        for file, facts in indexed.read():
+            tally.take(file.path, indexed.hashes[file.path], share(file, facts))
+        why = indexed.why_partial
+    return Tallied(tally.items(prefix), len(notes), why, listing)
+
+
+@dataclass
+class FoundTasks:
+    """The tasks list_tasks found: the first ones (by note and line), how many in all and in how many notes, of how
+    many notes read; the notices that the notes were not all read, or their tasks not all indexed."""
+
+    first: list[tuple[str, Task]]
+    total: int
+    notes: int
+    read: int
+    partial: str | None
+    cut: str | None
+
+
+def tasks_counted(ctx: ToolContext, project_id: str, status: str, prefix: str | None, limit: int) -> FoundTasks:
+    """The tasks with ``status``, counted from the tally: only the notes shown are read."""
+    select_tasks([], status)  # a status none of these can have is refused all the same
+    tallied = tallied_tasks(ctx, project_id, prefix)
+    with_some = tallied.sorted(lambda share: share.count(status) > 0)
+    shown, upto = 0, 0
+    while upto < len(with_some) and shown < limit:  # the notes whose tasks are shown: their counts say which
+        shown += with_some[upto][1].count(status)
+        upto += 1
+    paths = {path for path, _ in with_some[:upto]}
+    indexed = index_notes(ctx, project_id, tallied.listing, ("tasks",), prefix=prefix, paths=paths)
+    first = [
+        (file.path, task) for file, facts in indexed.read() for task in select_tasks(list(facts.tasks or ()), status)
+    ]
+    return FoundTasks(
+        first,
+        sum(share.count(status) for _, share in with_some),
+        len(with_some),
+        len(tallied.items),
+        tallied.partial_notice("tasks in them"),
+        tallied.unindexed_notice("tasks", MAX_TASKS_PER_NOTE),
+    )
+
+
+def tasks_named(
+    ctx: ToolContext, project_id: str, args: Mapping[str, Any], status: str, prefix: str | None
+) -> FoundTasks:
+    """The tasks with ``status`` naming the assignee, in notes whose owner is the one named: every note read."""
+    assignee = Person.named(args["assignee"]) if "assignee" in args else None
+    owner = Person.named(args["owner"]) if "owner" in args else None
+    parts = ("tasks", "fields") if owner else ("tasks",)  # the YAML is read only when owner asks for it
+    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
+    found = [
+        (file.path, task)
+        for file, facts in indexed.read()
+        if owner is None or owner.named_by(field_value(facts.fields, "owner"))
+        for task in select_tasks(list(facts.tasks or ()), status)
+        if assignee is None or assignee.mentioned_in(task.text)
+    ]
+    counted = [(file.path, file.size or 0, len(facts.tasks or ())) for file, facts in indexed.read()]
+    return FoundTasks(
+        found,
+        len(found),
+        len({path for path, _ in found}),
+        len(indexed.read()),
+        indexed.partial_notice("tasks in them"),
+        unindexed_notice(counted, "tasks", MAX_TASKS_PER_NOTE),
+    )

@@ -1,0 +1,100 @@
+"""list_tags and list_tasks count from tallies kept between calls (``text/tally.py``): the same answers as a
+server counting afresh, whatever came, changed and went; an unchanged vault reads no note's facts again, and
+list_tasks reads only the notes whose tasks it shows."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.seeding import deletes_as, put
+from support.sessions import call_once, open_session, runner_on
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.text.noteindex import FactsIndex
+from teamvault_mcp.text.tally import TaskShare
+
+pytestmark = pytest.mark.anyio
+
+TAGS = ["Plan", "plan", "area/eng", "area/Ops", "Área", "x/y/z", "2024", "ops"]
+STATUSES = [" ", "x", "-", "/"]
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("list_tags", {}),
+    ("list_tags", {"prefix": "a/"}),
+    ("list_tags", {"tag": "area"}),
+    ("list_tags", {"tag": "#PLAN", "prefix": "b"}),
+    ("list_tasks", {"limit": 7}),
+    ("list_tasks", {"status": "done", "limit": 3}),
+    ("list_tasks", {"status": "all", "prefix": "b/"}),
+]
+
+
+def note_text(rng: random.Random) -> str:
+    tags = rng.sample(TAGS, rng.randint(0, 3))
+    front = f"---\ntags: [{', '.join(tags[:1] + ['not a tag'] * rng.randint(0, 1))}]\n---\n" if tags else ""
+    inline = " ".join(f"#{tag}" for tag in tags[1:])
+    tasks = "".join(f"- [{rng.choice(STATUSES)}] task {rng.randint(0, 99)}\n" for _ in range(rng.randint(0, 4)))
+    return f"{front}# Note\n\nSome text {inline}\n\n## Tasks\n{tasks}"
+
+
+async def answers(runner: Any) -> list[tuple[str, bool, Any]]:
+    return [await call_once(runner, tool, **arguments) for tool, arguments in CALLS]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_a_kept_tally_answers_as_a_fresh_count_as_notes_come_change_and_go(vault: LocalVault, seed: int) -> None:
+    rng = random.Random(seed)
+    paths = [f"{folder}/n{number}.md" for folder in ("a", "b", "b/c") for number in range(4)]
+    live: set[str] = set()
+    kept = runner_on(vault, prefetch=False, structured_content=True)
+    try:
+        for step in range(12):
+            for _ in range(rng.randint(1, 3)):
+                path = rng.choice(paths)
+                if path in live and rng.random() < 0.3:
+                    deletes_as(vault, vault.store.owner_of(vault.project_id), path)
+                    live.discard(path)
+                else:
+                    put(vault, path, note_text(rng))
+                    live.add(path)
+            fresh = runner_on(vault, prefetch=False, structured_content=True)
+            try:
+                said = await answers(kept)
+                assert all(structured is not None for _, _, structured in said)
+                assert said == await answers(fresh), (seed, step)
+            finally:
+                fresh.close()
+    finally:
+        kept.close()
+
+
+async def test_an_unchanged_vault_reads_no_notes_facts_again(tmp_path: Path) -> None:
+    async with open_session(tmp_path, prefetch=False) as session:
+        for number in range(30):
+            session.seed(f"n{number:02}.md", f"# N\n#t{number % 3} #all\n- [ ] task {number}\n- [x] done {number}\n")
+        first = [await session.ok_text("list_tags"), await session.ok_text("list_tasks", limit=5)]
+        index = session.runner.workspace.note_index
+        index.facts = FactsIndex()  # memory forgets every note's facts (no store: the cache is off)
+        again = [await session.ok_text("list_tags"), await session.ok_text("list_tasks", limit=5)]
+        assert again == first
+        assert index.facts.parsed == 5  # the five notes whose tasks are shown; no note's tags
+        assert first[0].splitlines()[0] == "4 tags in 30 notes (of 30 notes; a nested tag counts at each level):"
+        assert first[1].splitlines()[0] == "30 open tasks in 30 notes (of 30):"
+
+
+async def test_a_note_changed_or_gone_is_counted_anew(tmp_path: Path) -> None:
+    async with open_session(tmp_path, prefetch=False, structured_content=True) as session:
+        session.seed("a.md", "#one\n- [ ] a\n")
+        session.seed("b.md", "#one #two\n- [ ] b\n")
+        assert (await session.ok("list_tags"))["tags"] == [{"tag": "one", "notes": 2}, {"tag": "two", "notes": 1}]
+        session.colleague_writes("b.md", "#two\n- [x] b\n")
+        assert (await session.ok("list_tags"))["tags"] == [{"tag": "one", "notes": 1}, {"tag": "two", "notes": 1}]
+        deletes_as(session.vault, session.vault.store.owner_of(session.vault.project_id), "a.md")
+        assert (await session.ok("list_tags"))["tags"] == [{"tag": "two", "notes": 1}]
+        tasks = await session.ok("list_tasks", status="all")
+        assert (tasks["total"], [task["path"] for task in tasks["tasks"]]) == (1, ["b.md"])
+        tally = session.runner.workspace.note_index.tallies(session.vault.project_id)
+        assert [path for path, _ in tally.tasks.items()] == ["b.md"]
+        assert tally.tasks.items()[0][1] == TaskShare(0, 1, len(b"#two\n- [x] b\n"))
