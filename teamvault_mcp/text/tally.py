@@ -175,3 +175,10 @@ class Tallies:
 
     tags: TagTally = field(default_factory=TagTally)
     tasks: Tally[TaskShare] = field(default_factory=Tally)
+
+    def take(
+        self, path: str, content_hash: str, size: int, tags: NoteTags | None, tasks: Iterable[Task] | None
+    ) -> None:
+        """The shares of a note whose tags and tasks were read (the warm-up's index, as it goes)."""
+        self.tags.take(path, content_hash, TagShare.of(tags, size))
+        self.tasks.take(path, content_hash, TaskShare.of(tasks, size))

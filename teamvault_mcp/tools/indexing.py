@@ -255,7 +255,8 @@ def _parse(
 
 def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp, listing: list[VaultFile]) -> None:
     """The warm-up's second part, after its sync: every Markdown note of the default project with its links, tags,
-    tasks and front matter in the index, so that the first ``list_tags`` of a big vault parses nothing. It steps
+    tasks and front matter in the index, and the tallies of list_tags and list_tasks made, so that their first
+    call on a big vault reads nothing. It steps
     aside before each note while a call runs, and does nothing when the facts have no store on disk (they would not
     stay: memory holds a bounded part of them). A call that comes first reads and indexes what it needs itself.
     ``listing``: the one the sync worked from (the whole project)."""
@@ -266,6 +267,7 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
         return
     notes = markdown_notes(listing)
     report.to_index = len(notes)
+    tallies = note_index(ctx).tallies(project_id)
 
     def step_aside() -> None:
         foreground.wait_until_idle(token.event)
@@ -275,8 +277,10 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
         if out_of_time(ctx, ANSWER_SECONDS):
             report.stopped = "the server is stopping" if token.cancelled else "its time ran out"
             return
-        chunk = IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK])
-        report.indexed += len(_indexed(ctx, project_id, chunk, PARTS, step_aside).facts)
+        chunk = _indexed(ctx, project_id, IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK]), PARTS, step_aside)
+        for file, facts in chunk.read():  # the counts of list_tags and list_tasks, ready for their first call
+            tallies.take(file.path, chunk.hashes[file.path], file.size or 0, facts.tags, facts.tasks)
+        report.indexed += len(chunk.facts)
         log.info("the warm-up indexed %s of %s notes", f"{report.indexed:,}", f"{len(notes):,}")
 
 
