@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from support.sessions import call_once, open_session, runner_on
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.text.noteindex import FactsIndex
-from teamvault_mcp.text.tally import TaskShare
+from teamvault_mcp.text.tally import TagShare, TagTally, TaskShare
 
 pytestmark = pytest.mark.anyio
 
@@ -96,5 +97,19 @@ async def test_a_note_changed_or_gone_is_counted_anew(tmp_path: Path) -> None:
         tasks = await session.ok("list_tasks", status="all")
         assert (tasks["total"], [task["path"] for task in tasks["tasks"]]) == (1, ["b.md"])
         tally = session.runner.workspace.note_index.tallies(session.vault.project_id)
-        assert [path for path, _ in tally.tasks.items()] == ["b.md"]
-        assert tally.tasks.items()[0][1] == TaskShare(0, 1, len(b"#two\n- [x] b\n"))
+        assert tally.tasks.shares() == {"b.md": TaskShare(0, 1, len(b"#two\n- [x] b\n"))}
+
+
+def test_a_tally_brought_up_to_date_with_a_listing_stays_true_of_it_until_a_share_comes_or_goes() -> None:
+    """A big vault's listing is reused for a moment: the calls in that moment skip the walk over it."""
+    tally = TagTally()
+    listing = [SimpleNamespace(path="a.md", content_hash="h1")]
+    assert tally.stale(listing) == listing
+    tally.take("a.md", "h1", TagShare.of(None, 3))
+    tally.checked(listing, None, 1)
+    assert tally.still(listing, None) == 1
+    assert tally.still(list(listing), None) is None  # another listing, even of the same files
+    assert tally.still(listing, "a/") is None
+    tally.take("a.md", "h2", TagShare.of(None, 4))  # the warm-up, say, with a listing of its own
+    assert tally.still(listing, None) is None
+    assert tally.stale(listing) == listing and len(tally) == 0  # h2 is not what this listing has

@@ -212,8 +212,8 @@ async def test_after_the_warm_up_the_first_graph_calls_parse_nothing(vault: Loca
         assert parsed == 30 * 4  # links, tags, tasks, front matter: each note's every part, once
         tallies = runner.workspace.note_index.tallies(vault.project_id)  # list_tags' and list_tasks' counts
         assert len(tallies.tags) == len(tallies.tasks) == 30
-        assert dict(tallies.tasks.items())["c/n3.md"].open == 1
-        assert dict(tallies.tags.items())["c/n3.md"].names == ("topic/3",)
+        assert tallies.tasks.shares()["c/n3.md"].open == 1
+        assert tallies.tags.shares()["c/n3.md"].names == ("topic/3",)
         for tool, arguments in [
             ("list_tags", {}),
             ("list_tasks", {}),

@@ -6,7 +6,7 @@ memory keeps (``noteindex.FactsIndex``), so every call read them from the store 
 keeps of each note only what the counts need — a :class:`TagShare` or a :class:`TaskShare`, a few strings and
 numbers — with the content hash it was made from. A call hands it the listing (:meth:`Tally.stale`: the notes
 to read again; the shares of changed notes and of notes gone are dropped at once, so nothing out of date is
-ever counted), then the shares of the notes it read (:meth:`Tally.take`), and answers from :meth:`Tally.items`
+ever counted), then the shares of the notes it read (:meth:`Tally.take`), and answers from :meth:`Tally.shares`
 (and, for the whole vault, the tags' running sums :meth:`TagTally.pairs`, for ``tags.counted_tags``).
 """
 
@@ -98,11 +98,16 @@ class Tally(Generic[Share]):
     """Each note's share by path, with the content hash it was made from; thread-safe."""
 
     def __init__(self) -> None:
-        self._notes: dict[str, tuple[str, Share]] = {}
+        self._hashes: dict[str, str] = {}
+        self._shares: dict[str, Share] = {}
         self._lock = threading.Lock()
+        #: Counts every share taken or dropped: a tally checked against a listing, and unchanged since, is still true
+        #: of it (a big vault's listing is reused for a moment, ``listings.py``).
+        self._changes = 0
+        self._checked: tuple[object, str | None, int, int] | None = None
 
     def __len__(self) -> int:
-        return len(self._notes)
+        return len(self._shares)
 
     def stale(self, notes: Iterable[Listed], prefix: str | None = None) -> list[Listed]:
         """The ``notes`` (the vault's Markdown notes under ``prefix``, all of them) whose share is missing or made
@@ -110,35 +115,53 @@ class Tally(Generic[Share]):
         stale: list[Listed] = []
         listed: set[str] = set()
         with self._lock:
+            hashes = self._hashes
             for note in notes:
                 listed.add(note.path)
-                kept = self._notes.get(note.path)
-                if kept is None or note.content_hash is None or kept[0] != note.content_hash:
+                kept = hashes.get(note.path)
+                if kept is None or note.content_hash is None or kept != note.content_hash:
                     stale.append(note)
                     if kept is not None:
                         self._drop(note.path)
-            for path in [p for p in self._notes if p not in listed and (prefix is None or p.startswith(prefix))]:
+            for path in [p for p in hashes if p not in listed and (prefix is None or p.startswith(prefix))]:
                 self._drop(path)
         return stale
+
+    def checked(self, listing: object, prefix: str | None, notes: int) -> None:
+        """Say that the tally was just brought up to date with ``listing`` (of ``notes`` notes under ``prefix``)."""
+        with self._lock:
+            self._checked = (listing, prefix, self._changes, notes)
+
+    def still(self, listing: object, prefix: str | None) -> int | None:
+        """The number of notes of ``listing`` under ``prefix`` when the tally was last brought up to date with this
+        very listing (the same object) and has not changed since; None otherwise."""
+        with self._lock:
+            last = self._checked
+            if last is None or last[0] is not listing or last[1] != prefix or last[2] != self._changes:
+                return None
+            return last[3]
 
     def take(self, path: str, content_hash: str, share: Share) -> None:
         """The share of the note at ``path``, made from the content with ``content_hash``."""
         with self._lock:
-            if path in self._notes:
+            if path in self._shares:
                 self._drop(path)
-            self._notes[path] = (content_hash, share)
+            self._hashes[path] = content_hash
+            self._shares[path] = share
+            self._changes += 1
             self._counted(share, 1)
 
-    def items(self, prefix: str | None = None) -> list[tuple[str, Share]]:
-        """(path, share) of the notes counted under ``prefix`` (None: all), in no particular order."""
+    def shares(self, prefix: str | None = None) -> dict[str, Share]:
+        """The shares of the notes counted under ``prefix`` (None: all), by path, in no particular order."""
         with self._lock:
-            return [
-                (path, share) for path, (_, share) in self._notes.items() if prefix is None or path.startswith(prefix)
-            ]
+            if prefix is None:
+                return dict(self._shares)  # a copy of the table, not 100,000 new pairs
+            return {path: share for path, share in self._shares.items() if path.startswith(prefix)}
 
     def _drop(self, path: str) -> None:
-        _, share = self._notes.pop(path)
-        self._counted(share, -1)
+        del self._hashes[path]
+        self._changes += 1
+        self._counted(self._shares.pop(path), -1)
 
     def _counted(self, share: Share, sign: int) -> None:
         """Keep the running sums (none here): called with the lock held as a share comes (1) or goes (-1)."""

@@ -254,11 +254,11 @@ def list_tags(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         _notes_with_tag(answer, args["tag"], tallied, prefix)
     else:
         pairs = note_index(ctx).tallies(project_id).tags.pairs() if prefix is None else None
-        counts = counted_tags(pairs if pairs is not None else spelled(share for _, share in tallied.items))
-        tagged = sum(1 for _, share in tallied.items if share.names)
+        counts = counted_tags(pairs if pairs is not None else spelled(tallied.shares.values()))
+        tagged = sum(1 for share in tallied.shares.values() if share.names)
         answer.data.update(tags=[], total=len(counts))
         answer.summary(
-            f"{_count(len(counts), 'tag')} in {_count(tagged, 'note')} (of {_count(len(tallied.items), 'note')}"
+            f"{_count(len(counts), 'tag')} in {_count(tagged, 'note')} (of {_count(len(tallied.shares), 'note')}"
             f"{_under(prefix)}; a nested tag counts at each level){':' if counts else '.'}"
         )
         for count in counts[:MAX_SHOWN]:

@@ -30,14 +30,14 @@ if TYPE_CHECKING:
 class Tallied(Generic[Share]):
     """The notes under a prefix: (path, share) of those counted, how many there are, and why some are not."""
 
-    items: list[tuple[str, Share]]
+    shares: dict[str, Share]  # by path
     notes: int
     why_partial: str
     listing: list[VaultFile]
 
     @property
     def not_read(self) -> int:
-        return max(0, self.notes - len(self.items))
+        return max(0, self.notes - len(self.shares))
 
     def partial_notice(self, missing: str) -> str | None:
         return partial_notice(self.not_read, self.notes, self.why_partial, missing)
@@ -48,8 +48,8 @@ class Tallied(Generic[Share]):
         return unindexed_notice(((path, share.size, share.kept) for path, share in some), what, cap)
 
     def sorted(self, keep: Callable[[Share], bool]) -> list[tuple[str, Share]]:
-        """The items whose share ``keep`` keeps, by path."""
-        return sorted(((path, share) for path, share in self.items if keep(share)), key=lambda item: item[0])
+        """(path, share) of the notes whose share ``keep`` keeps, by path."""
+        return sorted(((path, share) for path, share in self.shares.items() if keep(share)), key=lambda item: item[0])
 
 
 def tallied_tags(ctx: ToolContext, project_id: str, prefix: str | None) -> Tallied[TagShare]:
@@ -73,15 +73,21 @@ def _tallied(
     share: Callable[[VaultFile, NoteFacts], Share],
 ) -> Tallied[Share]:
     listing = list_vault(ctx, project_id, prefix)
-    notes = markdown_notes(listing, prefix)
-    stale = {file.path for file in tally.stale(notes, prefix)}
-    why = ""
+    notes = tally.still(listing, prefix)  # a listing reused since the last call, and nothing taken since
+    if notes is not None:
+        return Tallied(tally.shares(prefix), notes, "", listing)
+    markdown = markdown_notes(listing, prefix)
+    stale = {file.path for file in tally.stale(markdown, prefix)}
+    why, read = "", 0
     if stale:
         indexed = index_notes(ctx, project_id, listing, (part,), prefix=prefix, paths=stale)
         for file, facts in indexed.read():
             tally.take(file.path, indexed.hashes[file.path], share(file, facts))
+            read += 1
         why = indexed.why_partial
-    return Tallied(tally.items(prefix), len(notes), why, listing)
+    if read == len(stale):
+        tally.checked(listing, prefix, len(markdown))
+    return Tallied(tally.shares(prefix), len(markdown), why, listing)
 
 
 @dataclass
@@ -115,7 +121,7 @@ def tasks_counted(ctx: ToolContext, project_id: str, status: str, prefix: str | 
         first,
         sum(share.count(status) for _, share in with_some),
         len(with_some),
-        len(tallied.items),
+        len(tallied.shares),
         tallied.partial_notice("tasks in them"),
         tallied.unindexed_notice("tasks", MAX_TASKS_PER_NOTE),
     )
