@@ -214,15 +214,18 @@ async def test_after_the_warm_up_the_first_graph_calls_parse_nothing(vault: Loca
         assert len(tallies.tags) == len(tallies.tasks) == 30
         assert tallies.tasks.shares()["c/n3.md"].open == 1
         assert tallies.tags.shares()["c/n3.md"].names == ("topic/3",)
+        index = runner.workspace.note_index
+        assert report.resolved and index.resolved == 10  # the vault's links too: one per seeded note
         for tool, arguments in [
             ("list_tags", {}),
             ("list_tasks", {}),
             ("note_links", {"path": "c/n3.md"}),
+            ("broken_links", {}),
             ("query_notes", {"where": {"status": "s1"}}),
         ]:
             text, is_error, _ = await call_once(runner, tool, **arguments)
             assert not is_error, text
-        assert facts.parsed == parsed
+        assert (facts.parsed, index.resolved) == (parsed, 10)
     finally:
         runner.close()
 

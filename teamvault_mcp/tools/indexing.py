@@ -255,11 +255,12 @@ def _parse(
 
 def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp, listing: list[VaultFile]) -> None:
     """The warm-up's second part, after its sync: every Markdown note of the default project with its links, tags,
-    tasks and front matter in the index, and the tallies of list_tags and list_tasks made, so that their first
-    call on a big vault reads nothing. It steps
-    aside before each note while a call runs, and does nothing when the facts have no store on disk (they would not
-    stay: memory holds a bounded part of them). A call that comes first reads and indexes what it needs itself.
-    ``listing``: the one the sync worked from (the whole project)."""
+    tasks and front matter in the index, the tallies of list_tags and list_tasks made, and the vault's links
+    resolved, so that the first graph call on a big vault reads and resolves nothing. It steps aside before each
+    note while a call runs (the links: every :data:`~teamvault_mcp.text.noteindex.STOP_EVERY` notes), and does
+    nothing when the facts have no store on disk (they would not stay: memory holds a bounded part of them). A call
+    that comes first reads and indexes what it needs itself. ``listing``: the one the sync worked from (the whole
+    project)."""
     project_id = ctx.default_project_id
     assert project_id is not None and ctx.token is not None
     token = ctx.token
@@ -272,16 +273,33 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
     def step_aside() -> None:
         foreground.wait_until_idle(token.event)
 
-    for start in range(0, len(notes), WARM_INDEX_CHUNK):
-        step_aside()
+    def stopping() -> bool:
         if out_of_time(ctx, ANSWER_SECONDS):
             report.stopped = "the server is stopping" if token.cancelled else "its time ran out"
+            return True
+        return False
+
+    links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
+    for start in range(0, len(notes), WARM_INDEX_CHUNK):
+        step_aside()
+        if stopping():
             return
         chunk = _indexed(ctx, project_id, IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK]), PARTS, step_aside)
         for file, facts in chunk.read():  # the counts of list_tags and list_tasks, ready for their first call
             tallies.take(file.path, chunk.hashes[file.path], file.size or 0, facts.tags, facts.tasks)
+            links[file.path] = (chunk.hashes[file.path], facts.links or ())
         report.indexed += len(chunk.facts)
         log.info("the warm-up indexed %s of %s notes", f"{report.indexed:,}", f"{len(notes):,}")
+    paths = [file.path for file in listing]
+    while True:  # resolved a few hundred notes at a time, stopping for any call: what is resolved stays
+        step_aside()
+        if stopping():
+            return
+        with gc_paused():
+            graph = note_index(ctx).graph(project_id, paths, links, stop=lambda: foreground.busy)
+        if len(graph.notes) == len(links):
+            report.resolved = True
+            return
 
 
 def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[str, str]:

@@ -70,5 +70,7 @@ class WarmUp:
     #: Markdown notes whose links, tags, tasks and front matter it set out to index; those at hand when it ended.
     to_index: int = 0
     indexed: int = 0
+    #: Whether it then resolved the vault's links (the graph note_links and broken_links answer from).
+    resolved: bool = False
     #: Why it ended before every note was in the index (None: it did not, or it had nothing to do).
     stopped: str | None = None
