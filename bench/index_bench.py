@@ -26,13 +26,14 @@ Printed: a line per phase as it ends, then the growth table in Markdown for docs
 ``--cache-mb N`` sets the server's ``TEAM_VAULT_CACHE_MAX_MB`` (a vault bigger than the cache's bound, 512 MB by
 default, is downloaded again by every search: 100,000 notes of ~4 KB take about 800 MB on disk).
 ``--settle S`` waits S seconds after the cold search, so that the warm calls find the warm-up's sync and index
-done (at 100,000 notes they take minutes; without it the warm calls measure a vault still being taken in).
+done (at 100,000 notes they take minutes; without it the warm calls measure a vault still being taken in);
+``--restart-settle S`` waits S seconds after the restart before its first calls (its warm-up reads the index back).
 ``--package DIR`` runs the server on the ``teamvault_mcp`` package under DIR (``git archive main teamvault_mcp
 | tar -x -C DIR``), for a before/after; the local vault always runs from this tree. ``--data-root DIR`` keeps
 the seeded vaults there (``DIR/<notes>``) and reuses them on the next run.
 
     .venv/bin/python bench/index_bench.py [--sizes 1000,5000,20000,50000,100000] [--repeat 20] [--rtt-ms 40]
-        [--package DIR] [--data-root DIR] [--cache-mb N] [--settle S]
+        [--package DIR] [--data-root DIR] [--cache-mb N] [--settle S] [--restart-settle S]
 """
 
 from __future__ import annotations
@@ -308,6 +309,9 @@ def measure(count: int, options: argparse.Namespace, work: Path) -> Size:
         size.rss_warm = server.memory_mib()
         server.kill()
         server = Server(package, vault_env, cache)
+        if options.restart_settle:
+            say(f"  letting the restarted server's warm-up run for {options.restart_settle:g} s")
+            time.sleep(options.restart_settle)
         for tool, arguments in CALLS:
             size.restart[tool] = server.call(tool, arguments)
         say("  after a restart: " + ", ".join(f"{t} {s * 1000:,.0f} ms" for t, (s, _) in size.restart.items()))
@@ -381,6 +385,7 @@ def main() -> None:
     parser.add_argument("--data-root", help="keep the seeded vaults here and reuse them")
     parser.add_argument("--cache-mb", help="TEAM_VAULT_CACHE_MAX_MB of the server under test (default: its own)")
     parser.add_argument("--settle", type=float, default=0.0, help="seconds to wait after the cold search (warm-up)")
+    parser.add_argument("--restart-settle", type=float, default=0.0, help="seconds to wait after the restart")
     options = parser.parse_args()
     if options.cache_mb:
         SERVER_ENV["TEAM_VAULT_CACHE_MAX_MB"] = options.cache_mb

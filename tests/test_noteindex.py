@@ -130,6 +130,8 @@ NOW = datetime.datetime(2027, 1, 15, 8, 0, tzinfo=UTC).timestamp()
         ("2026-12-01T11:14:05+02:00", datetime.datetime(2026, 12, 1, 9, 14, 5, tzinfo=UTC)),
         ("2026-12-01T09:14:05,5z", datetime.datetime(2026, 12, 1, 9, 14, 5, 500000, tzinfo=UTC)),
         ("2026-13-45", None),
+        ("2026-13-45T09:14:05.123Z", None),  # the server's form, but no such day
+        ("2026-12-01T09:14:05 123Z", None),
         ("yesterday", None),
         ("", None),
         (None, None),

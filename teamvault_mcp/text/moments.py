@@ -8,6 +8,7 @@ date (``2026-12-01``: that day's start, UTC), a date-time (``2026-12-01T09:00``,
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
 
@@ -23,6 +24,9 @@ def parse_moment(text: str | None) -> datetime.datetime | None:
     """``text`` as an aware UTC date-time (a date is its day's start); None if it is neither."""
     if not text:
         return None
+    if len(text) == 24 and text[10] == "T" and text[23] == "Z":  # the server's own form, 2024-05-01T09:30:00.000Z:
+        with contextlib.suppress(ValueError):  # straight in (recent_changes reads 100,000 of them a call)
+            return datetime.datetime.fromisoformat(text)
     text = text.strip()
     try:
         if _DATE.fullmatch(text):
