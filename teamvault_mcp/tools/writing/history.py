@@ -75,12 +75,14 @@ def replaced_text(
     replaced too (:attr:`HistoryCheck.maybe_replaced`) merged in; one that conflicts is left out."""
     assert check.replaced is not None
     data = ctx.client.download_version(project_id, file.id, check.replaced.id)
+    if not check.maybe_replaced:  # our bytes once in the history: the usual case
+        return data
     base, kept = _text(built_on), _text(data)
     for version in check.maybe_replaced:
         other = _text(ctx.client.download_version(project_id, file.id, version.id))
         merged = merge3(base, kept, other, additive=additive)
         kept = kept if merged is None else merged
-    return kept.encode("utf-8") if check.maybe_replaced else data
+    return kept.encode("utf-8")
 
 
 #: At most this many colleagues' versions (the first and the newest) are compared to choose the one to keep. A
