@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import random
 from typing import Any
 
 import pytest
@@ -177,6 +179,73 @@ def test_sort(sort: Any, expected: list[str]) -> None:
 def test_one_field_of_several_kinds_sorts_numbers_dates_text_booleans() -> None:
     rows = [{"path": p, "v": v} for p, v in [("t", "text"), ("b", True), ("d", "2024-01-01"), ("n", 3)]]
     assert [row["path"] for row in sort_rows(rows, compile_sort("v"))] == ["n", "d", "t", "b"]
+
+
+def test_the_matcher_for_many_notes_answers_as_matches_on_random_rows() -> None:
+    """Where.matcher works each condition out once per value it meets and reads a field straight when no other name
+    spells it another way: on rows of values == cannot tell apart (True, 1, 1.0), names alike but for case, lists
+    and mappings, it must say what matches says of every row."""
+    values = [True, False, 1, 1.0, 0, "1", "true", "open", "Open", "2024-05-01", "2024-05-01T10:00:00Z", None, ""]
+    values += [[], ["a", "B"], [1, True], {"x": 1}, [{"y": 2}], 2.5, "b"]
+    operators = ["eq", "ne", "in", "contains", "gt", "gte", "lt", "lte", "exists"]
+    rng = random.Random(31)
+    for _ in range(150):
+        rows = []
+        for _ in range(40):
+            names = rng.sample(["status", "Status", "due", "n", "tags", "Due"], rng.randint(0, 4))
+            rows.append({name: rng.choice(values) for name in names})
+        where: dict[str, Any] = {}
+        for field in rng.sample(["status", "due", "n", "tags", "STATUS"], rng.randint(1, 3)):
+            operator = rng.choice(operators)
+            wanted = rng.choice([True, 1, "open", "2024-05-01", None, 2]) if operator != "in" else ["open", 1, True]
+            where[field] = {operator: wanted if operator != "exists" else rng.random() < 0.5}
+        try:
+            compiled = compile_where(where)
+        except ToolInputError:
+            continue
+        names = {name for row in rows for name in row}
+        matcher = compiled.matcher(names)
+        assert [matcher(row) for row in rows] == [compiled.matches(row) for row in rows], where
+
+
+def test_the_sort_is_the_comparison_it_was_written_as_on_random_rows() -> None:
+    """sort_rows works out each value's key once and sorts once per key; it must order rows exactly as the rule
+    reads, compared pair by pair: per key in turn, missing values last in either direction, then the order given."""
+    from teamvault_mcp.text.properties import _sort_key, field_value
+
+    def compare(left: dict[str, Any], right: dict[str, Any], keys: Any) -> int:
+        for key in keys:
+            a, b = _sort_key(field_value(left, key.field)), _sort_key(field_value(right, key.field))
+            if a is None or b is None:
+                order = (a is None) - (b is None)
+            else:
+                order = ((a > b) - (a < b)) * (-1 if key.descending else 1)
+            if order:
+                return order
+        return 0
+
+    values = [
+        None,
+        "",
+        3,
+        2.5,
+        -1,
+        True,
+        False,
+        "2024-05-01",
+        "2024-05-01T10:00:00Z",
+        "beta",
+        "Beta",
+        "alpha",
+        [],
+        ["x"],
+    ]
+    rng = random.Random(29)
+    for _ in range(200):
+        rows = [{"path": f"{i}.md", **{f: rng.choice(values) for f in "abc" if rng.random() < 0.8}} for i in range(30)]
+        keys = compile_sort([("-" if rng.random() < 0.5 else "") + f for f in rng.sample("abc", rng.randint(1, 3))])
+        expected = sorted(rows, key=functools.cmp_to_key(lambda x, y, keys=keys: compare(x, y, keys)))
+        assert sort_rows(rows, keys) == expected
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,31 @@ class Where:
 
     def matches(self, fields: Mapping[str, Any]) -> bool:
         return all(_holds(condition, field_value(fields, condition.field)) for condition in self.conditions)
+
+    def matcher(self, names: Collection[str]) -> Callable[[Mapping[str, Any]], bool]:
+        """:meth:`matches` for many notes whose field names are all among ``names``: each condition is worked out
+        once per value it meets (a vault's notes share few statuses and dates), and a field that no name spells
+        another way is read straight (:func:`field_value` looks at every name when it is missing)."""
+        memo: dict[tuple[int, Any], bool] = {}
+        checks = [
+            (index, condition, _reader(condition.field, names)) for index, condition in enumerate(self.conditions)
+        ]
+
+        def matches(fields: Mapping[str, Any]) -> bool:
+            for index, condition, read in checks:
+                value = read(fields)
+                try:
+                    key = (index, _value_key(value))
+                    held = memo.get(key)
+                    if held is None:
+                        held = memo[key] = _holds(condition, value)
+                except TypeError:  # a value that cannot be a key (a mapping, say): worked out each time
+                    held = _holds(condition, value)
+                if not held:
+                    return False
+            return True
+
+        return matches
 
 
 @dataclass(frozen=True)
@@ -135,26 +160,34 @@ def compile_sort(sort: Any) -> tuple[SortKey, ...]:
 
 def sort_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[SortKey]) -> list[Mapping[str, Any]]:
     """``rows`` (each a note's fields) in the order of ``keys``; missing values last; stable."""
-    if not keys:
-        return list(rows)
+    ordered = list(rows)
+    for key in reversed(keys):  # one stable sort per key, the last key first: the first key then decides
+        decorated = [(_sort_key(field_value(row, key.field)), row) for row in ordered]  # each value's key once
+        present = [pair for pair in decorated if pair[0] is not None]
+        present.sort(key=_first, reverse=key.descending)  # reversed, a sort stays stable
+        ordered = [row for _, row in present] + [row for sort_key, row in decorated if sort_key is None]
+    return ordered
 
-    def compare(left: Mapping[str, Any], right: Mapping[str, Any]) -> int:
-        for key in keys:
-            order = _sort_compare(field_value(left, key.field), field_value(right, key.field), key.descending)
-            if order:
-                return order
-        return 0
 
-    return sorted(rows, key=functools.cmp_to_key(compare))
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
 
 
 def queryable(
     front_matter: Mapping[str, Any], *, path: str, tags: Iterable[str], updated_at: str | None
 ) -> dict[str, Any]:
     """A note's fields for ``where`` and ``sort``: its front matter, then ``path``, ``tags`` and ``updatedAt``."""
-    fields = {key: value for key, value in front_matter.items() if key not in BUILT_IN_FIELDS}
-    fields.update(path=path, tags=list(tags), updatedAt=updated_at)
-    return fields
+    return with_built_ins(own_fields(front_matter), path=path, tags=tags, updated_at=updated_at)
+
+
+def own_fields(front_matter: Mapping[str, Any]) -> dict[str, Any]:
+    """The front matter fields a query reads: all but those named as a built-in field (the built-in one wins)."""
+    return {key: value for key, value in front_matter.items() if key not in BUILT_IN_FIELDS}
+
+
+def with_built_ins(own: Mapping[str, Any], *, path: str, tags: Iterable[str], updated_at: str | None) -> dict[str, Any]:
+    """:func:`queryable` of the note whose :func:`own_fields` are ``own``."""
+    return {**own, "path": path, "tags": list(tags), "updatedAt": updated_at}
 
 
 def field_value(fields: Mapping[str, Any], name: str) -> Any:
@@ -273,6 +306,23 @@ def _operator_list() -> str:
 
 
 # -- matching -----------------------------------------------------------------------------------------------
+
+
+def _reader(name: str, names: Collection[str]) -> Callable[[Mapping[str, Any]], Any]:
+    """How to read field ``name`` of fields whose names are among ``names``: :func:`field_value`, or straight when
+    no other name is ``name`` ignoring case (then a note without it has none of that name)."""
+    folded = name.casefold()
+    if any(other != name and isinstance(other, str) and other.casefold() == folded for other in names):
+        return lambda fields: field_value(fields, name)
+    return lambda fields: fields.get(name, MISSING)
+
+
+def _value_key(value: Any) -> Any:
+    """``value`` as a key that tells apart what ``==`` does not (``True``, ``1`` and ``1.0``); a TypeError when
+    it cannot be one."""
+    if isinstance(value, list):
+        return (list, tuple((item.__class__, item) for item in value))
+    return (value.__class__, value)
 
 
 def _holds(condition: Condition, value: Any) -> bool:
@@ -406,14 +456,6 @@ def _date(value: Any) -> datetime.date | datetime.datetime | None:
 
 #: Kinds in the order a sort puts them when one field holds several: numbers, dates, text, booleans.
 _KIND_RANK = {"number": 0, "date": 1, "text": 2, "boolean": 3, "other": 4}
-
-
-def _sort_compare(left: Any, right: Any, descending: bool) -> int:
-    left_key, right_key = _sort_key(left), _sort_key(right)
-    if left_key is None or right_key is None:
-        return (left_key is None) - (right_key is None)  # missing last, whichever the direction
-    order = (left_key > right_key) - (left_key < right_key)
-    return -order if descending else order
 
 
 def _sort_key(value: Any) -> tuple[Any, ...] | None:
