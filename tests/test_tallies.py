@@ -1,6 +1,7 @@
-"""list_tags and list_tasks count from tallies kept between calls (``text/tally.py``): the same answers as a
-server counting afresh, whatever came, changed and went; an unchanged vault reads no note's facts again, and
-list_tasks reads only the notes whose tasks it shows."""
+"""list_tags, list_tasks and query_notes count from tallies kept between calls (``text/tally.py``), and the link
+tools from a graph kept with a reused listing (``vault/listings.py``): the same answers as a server counting afresh,
+whatever came, changed and went; an unchanged vault reads no note's facts again, and list_tasks reads only the
+notes whose tasks it shows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.fakes import FakeClock
 from support.seeding import deletes_as, put
 from support.sessions import call_once, open_session, runner_on
 
@@ -29,15 +31,28 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("list_tasks", {"limit": 7}),
     ("list_tasks", {"status": "done", "limit": 3}),
     ("list_tasks", {"status": "all", "prefix": "b/"}),
+    ("query_notes", {"where": {"status": "open"}}),
+    ("query_notes", {"where": {"due": {"gte": "2024-03-01"}}, "sort": ["-due", "status"], "fields": ["tags"]}),
+    ("query_notes", {"where": {"tags": "area"}, "prefix": "b/", "sort": "status"}),
+    ("note_links", {"path": "a/n0.md"}),
+    ("note_links", {"path": "b/c/n1.md", "direction": "in"}),
+    ("broken_links", {}),
+    ("broken_links", {"prefix": "b/"}),
 ]
+PATHS = [f"{folder}/n{number}.md" for folder in ("a", "b", "b/c") for number in range(4)]
 
 
 def note_text(rng: random.Random) -> str:
     tags = rng.sample(TAGS, rng.randint(0, 3))
-    front = f"---\ntags: [{', '.join(tags[:1] + ['not a tag'] * rng.randint(0, 1))}]\n---\n" if tags else ""
+    fields = [f"tags: [{', '.join(tags[:1] + ['not a tag'] * rng.randint(0, 1))}]"] if tags else []
+    fields += [f"status: {rng.choice(['open', 'Open', 'done'])}"] * (rng.random() < 0.6)
+    fields += [f"due: 2024-0{rng.randint(1, 6)}-1{rng.randint(0, 9)}"] * (rng.random() < 0.6)
+    fields += ["broken: [unclosed"] * (rng.random() < 0.1)
+    front = "---\n" + "".join(field + "\n" for field in fields) + "---\n" if fields else ""
     inline = " ".join(f"#{tag}" for tag in tags[1:])
+    links = " ".join(f"[[{rng.choice(PATHS)[:-3].rpartition('/')[2]}]]" for _ in range(rng.randint(0, 3)))
     tasks = "".join(f"- [{rng.choice(STATUSES)}] task {rng.randint(0, 99)}\n" for _ in range(rng.randint(0, 4)))
-    return f"{front}# Note\n\nSome text {inline}\n\n## Tasks\n{tasks}"
+    return f"{front}# Note\n\nSome text {inline} {links} [[gone]]\n\n## Tasks\n{tasks}"
 
 
 async def answers(runner: Any) -> list[tuple[str, bool, Any]]:
@@ -45,13 +60,22 @@ async def answers(runner: Any) -> list[tuple[str, bool, Any]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_a_kept_tally_answers_as_a_fresh_count_as_notes_come_change_and_go(vault: LocalVault, seed: int) -> None:
+@pytest.mark.parametrize("reused", [False, True], ids=["listed", "reused"])
+async def test_a_kept_tally_answers_as_a_fresh_count_as_notes_come_change_and_go(
+    vault: LocalVault, seed: int, reused: bool
+) -> None:
+    """``reused``: the kept server counts its vault as big and its clock stands still, so every call of a step
+    answers from one listing, and what is worked out of it once (notes, paths, the link graph) is reused; the
+    listing is forgotten when the vault changes, as the window's end or a write of its own would."""
     rng = random.Random(seed)
-    paths = [f"{folder}/n{number}.md" for folder in ("a", "b", "b/c") for number in range(4)]
+    paths = PATHS
     live: set[str] = set()
-    kept = runner_on(vault, prefetch=False, structured_content=True)
+    kept = runner_on(vault, prefetch=False, structured_content=True, clock=FakeClock())
+    if reused:
+        kept.workspace.kept_listings.min_files = 1
     try:
-        for step in range(12):
+        for step in range(8):
+            kept.workspace.kept_listings.forget()
             for _ in range(rng.randint(1, 3)):
                 path = rng.choice(paths)
                 if path in live and rng.random() < 0.3:
@@ -63,8 +87,9 @@ async def test_a_kept_tally_answers_as_a_fresh_count_as_notes_come_change_and_go
             fresh = runner_on(vault, prefetch=False, structured_content=True)
             try:
                 said = await answers(kept)
-                assert all(structured is not None for _, _, structured in said)
+                assert all(structured is not None for _, error, structured in said if not error)
                 assert said == await answers(fresh), (seed, step)
+                assert (await answers(kept)) == said  # asked again on the same listing
             finally:
                 fresh.close()
     finally:

@@ -366,13 +366,18 @@ class LinkGraph:
                     found.setdefault(target, []).append(source)
         return found
 
-    def broken(self, sources: Iterable[str]) -> list[BrokenLink]:
-        """The links of the notes ``sources`` (in that order) that resolve to no file."""
-        return [item for source in sources for item in self._flagged.get(source, ((), ()))[0]]
+    def broken(self) -> list[BrokenLink]:
+        """The links of the graph's notes that resolve to no file, by note and line."""
+        return [item for source in self._flagged_sources for item in self._flagged[source][0]]
 
-    def ambiguous(self, sources: Iterable[str]) -> list[AmbiguousLink]:
-        """The links of the notes ``sources`` (in that order) that resolve to one of several files of their name."""
-        return [item for source in sources for item in self._flagged.get(source, ((), ()))[1]]
+    def ambiguous(self) -> list[AmbiguousLink]:
+        """The links of the graph's notes that resolve to one of several files of their name, by note and line."""
+        return [item for source in self._flagged_sources for item in self._flagged[source][1]]
+
+    @cached_property
+    def _flagged_sources(self) -> list[str]:
+        """The notes with a broken or ambiguous link, by path: the few to look at, not every note of the vault."""
+        return sorted(self._flagged)
 
 
 def flagged_links(vault: VaultPaths, source: str, links: Sequence[LinkFact], targets: Sequence[str | None]) -> Flagged:
@@ -527,7 +532,7 @@ class NoteIndex:
         state = self._projects.get(project_id)
         if state is None:
             state = self._projects[project_id] = _Resolutions(VaultPaths(all_paths))
-        elif state.vault.paths != all_paths:
+        elif state.vault.paths is not all_paths and state.vault.paths != all_paths:
             state = self._projects[project_id] = state.changed(all_paths)
         self._projects.move_to_end(project_id)
         while len(self._projects) > GRAPHS_KEPT:

@@ -1,10 +1,11 @@
-"""What ``list_tags`` and ``list_tasks`` count over a vault, kept from call to call: each note's share, by path,
-and the sums of the shares, as notes come, change and go. No I/O.
+"""What ``list_tags``, ``list_tasks`` and ``query_notes`` read of every note, kept from call to call: each note's
+share, by path, and the sums of the shares, as notes come, change and go. No I/O.
 
 Counting every note's tags or tasks anew meant reading all their facts back: at 100,000 notes more than
 memory keeps (``noteindex.FactsIndex``), so every call read them from the store again (4 s). A :class:`Tally`
 keeps of each note only what the counts need — a :class:`TagShare` or a :class:`TaskShare`, a few strings and
-numbers — with the content hash it was made from. A call hands it the listing (:meth:`Tally.stale`: the notes
+numbers; for ``query_notes`` a :class:`FieldShare`, the note's front matter fields — with the content hash it
+was made from. A call hands it the listing (:meth:`Tally.stale`: the notes
 to read again; the shares of changed notes and of notes gone are dropped at once, so nothing out of date is
 ever counted), then the shares of the notes it read (:meth:`Tally.take`), and answers from :meth:`Tally.shares`
 (and, for the whole vault, the tags' running sums :meth:`TagTally.pairs`, for ``tags.counted_tags``).
@@ -15,10 +16,11 @@ from __future__ import annotations
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from teamvault_mcp.text.properties import own_fields
 from teamvault_mcp.text.tags import NoteTags, tag_key, tag_levels
 from teamvault_mcp.text.tasks import Task
 
@@ -91,7 +93,29 @@ class TaskShare(NamedTuple):
         return {"open": self.open, "done": self.done}.get(status, self.open + self.done)
 
 
-Share = TypeVar("Share", TagShare, TaskShare)
+class FieldShare(NamedTuple):
+    """One note's part in ``query_notes``: the fields of its front matter a query reads (``properties.own_fields``:
+    the values as read, shared with its facts, never changed), their names, and whether its front matter could not
+    be read."""
+
+    fields: Mapping[str, Any]
+    names: tuple[str, ...]  # of the fields named by a string (the only ones a query can name)
+    unreadable: bool
+    size: int
+
+    @classmethod
+    def of(cls, front_matter: tuple[Mapping[str, Any], str | None] | None, size: int) -> FieldShare:
+        fields, problem = front_matter or ({}, None)
+        own = own_fields(fields)
+        names = tuple(sys.intern(name) for name in own if isinstance(name, str))
+        return cls(own, names, bool(problem), size)
+
+    @property
+    def kept(self) -> int:
+        return len(self.fields)
+
+
+Share = TypeVar("Share", TagShare, TaskShare, FieldShare)
 
 
 class Tally(Generic[Share]):
@@ -198,10 +222,18 @@ class Tallies:
 
     tags: TagTally = field(default_factory=TagTally)
     tasks: Tally[TaskShare] = field(default_factory=Tally)
+    fields: Tally[FieldShare] = field(default_factory=Tally)
 
     def take(
-        self, path: str, content_hash: str, size: int, tags: NoteTags | None, tasks: Iterable[Task] | None
+        self,
+        path: str,
+        content_hash: str,
+        size: int,
+        tags: NoteTags | None,
+        tasks: Iterable[Task] | None,
+        front_matter: tuple[Mapping[str, Any], str | None] | None,
     ) -> None:
-        """The shares of a note whose tags and tasks were read (the warm-up's index, as it goes)."""
+        """The shares of a note whose tags, tasks and front matter were read (the warm-up's index, as it goes)."""
         self.tags.take(path, content_hash, TagShare.of(tags, size))
         self.tasks.take(path, content_hash, TaskShare.of(tasks, size))
+        self.fields.take(path, content_hash, FieldShare.of(front_matter, size))

@@ -10,7 +10,6 @@ tasks ``tasks.py``, the ``where`` and ``sort`` of a query ``properties.py``.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,6 @@ from teamvault_mcp.text.properties import (
     compile_sort,
     compile_where,
     field_value,
-    queryable,
     sort_rows,
     unknown_fields,
 )
@@ -36,16 +34,18 @@ from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.indexing import (
     collector_paused,
     index_notes,
-    link_counts,
     link_graph,
+    links_cut,
     list_vault,
+    listed_files,
+    listed_paths,
     note_index,
     texts_of,
     vault_graph,
 )
 from teamvault_mcp.tools.kinds import Param
 from teamvault_mcp.tools.spec import NULLABLE_STRING, STRING, Tool, answer_schema, object_schema, rows
-from teamvault_mcp.tools.tallies import Tallied, tallied_tags, tasks_counted, tasks_named
+from teamvault_mcp.tools.tallies import Tallied, queried_notes, tallied_tags, tasks_counted, tasks_named
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import LinkFact
@@ -76,12 +76,12 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     notices: list[str] = []
     if direction in ("out", "both"):
         outgoing, partial = _outgoing(ctx, project_id, listing, path)
-        size = next((file.size or 0 for file in listing if file.path == path), 0)
+        size = listed_files(ctx, listing)[path].size or 0
         cut = unindexed_notice([(path, size, len(outgoing))], "links", MAX_LINKS_PER_NOTE)
         notices += [cut] if cut else []
         counts.append(f"{_count(len(outgoing), 'link')} out")
         answer.data.update(out=len(outgoing), linksOut=[])
-        vault = note_index(ctx).vault_paths(project_id, (file.path for file in listing))
+        vault = note_index(ctx).vault_paths(project_id, listed_paths(ctx, listing))
         for link, target in outgoing[:MAX_SHOWN]:
             where = "this note" if target == path else (target or "unresolved")
             others = vault.alternatives(link.target, path, markdown=link.markdown)
@@ -101,7 +101,7 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         if incoming:
             first = {(b.source, b.link.line): b.link for b in reversed(incoming)}
             shown = places[:MAX_SHOWN]
-            files = {file.path: file for file in listing}
+            files = listed_files(ctx, listing)
             texts = texts_of(ctx, project_id, [files[source] for source in dict.fromkeys(s for s, _ in shown)])
             lines_of = {source: text.splitlines() for source, text in texts.items()}  # once a note, not a line
             for source, line_number in shown:
@@ -111,7 +111,7 @@ def note_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
                 said_in.append((f"{source}:{line_number}  {line}", record))
         notice = indexed.partial_notice("links from them")
         notices += [notice] if notice else []
-        cut = unindexed_notice(link_counts(indexed, graph), "links", MAX_LINKS_PER_NOTE)
+        cut = links_cut(ctx, project_id, indexed, graph)
         notices += [cut] if cut and cut not in notices else []
     for notice in notices:
         answer.notice(notice)
@@ -153,13 +153,13 @@ def _outgoing(
     facts = indexed.facts.get(path)
     if facts is None or facts.links is None:
         return [], indexed.partial_notice()
-    vault = note_index(ctx).vault_paths(project_id, (file.path for file in listing))
+    vault = note_index(ctx).vault_paths(project_id, listed_paths(ctx, listing))
     return [(link, vault.resolve(link.target, path, markdown=link.markdown)) for link in facts.links], None
 
 
 def _file_named(wanted: str, listing: list[VaultFile], ctx: ToolContext, project_id: str) -> str:
     """The live file ``wanted`` names: exactly, with ``.md`` added, or ignoring case when that is one file."""
-    paths = {file.path for file in listing}
+    paths = listed_paths(ctx, listing)
     for candidate in (wanted, wanted + ".md"):
         if candidate in paths:
             return candidate
@@ -186,13 +186,13 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     else:  # a folder's graph: not kept, so that it does not displace the whole vault's
         indexed = index_notes(ctx, project_id, listing, ("links",), prefix=prefix)
         graph = link_graph(ctx, project_id, indexed, keep=False)
-    broken = graph.broken(file.path for file in indexed.notes)
+    broken = graph.broken()
     notes = len({item.source for item in broken})
     answer = Answer(broken=len(broken), notes=notes, links=[], partial=indexed.not_read > 0)
     notice = indexed.partial_notice("broken links in them")
     if notice:
         answer.notice(notice)
-    cut = unindexed_notice(link_counts(indexed, graph), "links", MAX_LINKS_PER_NOTE)
+    cut = links_cut(ctx, project_id, indexed, graph)
     if cut:
         answer.notice(cut)
     answer.summary(
@@ -211,7 +211,7 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if broken:
         fix = " Fix it with edit_note, or make the note it names." if ctx.tools.has("edit_note") else ""
         answer.notice(f"A link resolves to no file.{fix}")
-    ambiguous = graph.ambiguous(file.path for file in indexed.notes)
+    ambiguous = graph.ambiguous()
     if ambiguous:
         answer.data["ambiguous"] = []
         answer.label(
@@ -307,33 +307,21 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     shown_fields = list(args["fields"]) if "fields" in args else list(dict.fromkeys(named))
     shown_fields = [name for name in shown_fields if name != "path"]
     needs_tags = any(name.casefold() == "tags" for name in [*named, *shown_fields])
-    parts = ("fields", "tags") if needs_tags else ("fields",)
-    indexed = index_notes(ctx, project_id, list_vault(ctx, project_id, prefix), parts, prefix=prefix)
-    rows: list[Mapping[str, Any]] = []
-    unreadable: list[str] = []
-    names: Counter[str] = Counter()  # the notes that have each field, for a where naming a field none has
-    for file, facts in indexed.read():
-        front_matter, problem = facts.front_matter or ({}, None)
-        if problem:
-            unreadable.append(file.path)
-        tags = [tag.name for tag in facts.tags.tags] if facts.tags is not None else []
-        fields = queryable(front_matter, path=file.path, tags=tags, updated_at=file.updated_at)
-        names.update(name for name in fields if isinstance(name, str))
-        if where.matches(fields):
-            rows.append(fields)
-    ranked = sort_rows(rows, order)
+    queried = queried_notes(ctx, project_id, prefix, with_tags=needs_tags)
+    notes, names, read = queried.notes, queried.names, len(queried.notes)
+    matches = where.matcher(names)
+    ranked = sort_rows([fields for fields in notes if matches(fields)], order)
     query = json.dumps(args["where"], ensure_ascii=False)
     sorted_by = f", sorted by {', '.join(('-' if k.descending else '') + k.field for k in order)}" if order else ""
-    answer = Answer(matches=len(ranked), notes=[], partial=indexed.not_read > 0)
-    notice = indexed.partial_notice("matches among them")
-    if notice:
-        answer.notice(notice)
+    answer = Answer(matches=len(ranked), notes=[], partial=queried.partial is not None)
+    if queried.partial:
+        answer.notice(queried.partial)
     answer.summary(
-        f"{_count(len(ranked), 'note')} of {len(indexed.read()):,}{_under(prefix)} match {_short(query)}"
+        f"{_count(len(ranked), 'note')} of {read:,}{_under(prefix)} match {_short(query)}"
         f"{sorted_by}{':' if ranked else '.'}"
     )
-    if indexed.read():
-        for sentence in unknown_fields(where, names, len(indexed.read()), _under(prefix)):
+    if read:
+        for sentence in unknown_fields(where, names, read, _under(prefix)):
             answer.notice(sentence)
     for row in ranked[:limit]:
         found = {name: field_value(row, name) for name in shown_fields}
@@ -345,6 +333,7 @@ def query_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"[Cut: {limit:,} of {len(ranked):,} shown. Narrow where or prefix, or raise limit "
             f"(at most {MAX_LIMIT:,}).]"
         )
+    unreadable = queried.unreadable
     if unreadable:
         verb = "has" if len(unreadable) == 1 else "have"
         answer.notice(

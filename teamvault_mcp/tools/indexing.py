@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamvault_mcp.errors import CallCancelledError
-from teamvault_mcp.text.links import MARKDOWN_EXTENSION
+from teamvault_mcp.text.links import MARKDOWN_EXTENSION, MAX_LINKS_PER_NOTE
 from teamvault_mcp.text.noteindex import PARTS, FactsStore, LinkFact, LinkGraph, NoteFacts, NoteIndex
+from teamvault_mcp.text.prose import unindexed_notice
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import PROGRESS_EVERY, Gathered, Texts, gather, gc_paused, out_of_time
 from teamvault_mcp.tools.spec import Handler
@@ -115,8 +116,31 @@ def index_notes(
 ) -> IndexedNotes:
     """The Markdown notes of ``listing`` under ``prefix`` (or just those at ``paths``) with ``parts`` of their
     facts: from the index, else read and parsed while the budget allows."""
-    notes = markdown_notes(listing, prefix, paths)
-    return _indexed(ctx, project_id, IndexedNotes(listing, notes), parts)
+    return _indexed(ctx, project_id, IndexedNotes(listing, notes_of(ctx, listing, prefix, paths)), parts)
+
+
+def notes_of(
+    ctx: ToolContext, listing: list[VaultFile], prefix: str | None = None, paths: Collection[str] | None = None
+) -> list[VaultFile]:
+    """:func:`markdown_notes`, without a walk of the whole listing when it is a kept one (``listings.py``): its
+    notes by path are worked out once, and a few notes are looked up by path."""
+    if paths is not None:
+        files = listed_files(ctx, listing)
+        found = (files.get(path) for path in sorted(paths))
+        return [f for f in found if f is not None and is_markdown(f) and (prefix is None or f.path.startswith(prefix))]
+    if prefix is not None:
+        return markdown_notes(listing, prefix)
+    return ctx.kept_listings.derived(listing, "notes", lambda: markdown_notes(listing))
+
+
+def listed_files(ctx: ToolContext, listing: list[VaultFile]) -> dict[str, VaultFile]:
+    """The files of ``listing`` by path (once per kept listing)."""
+    return ctx.kept_listings.derived(listing, "files", lambda: {file.path: file for file in listing})
+
+
+def listed_paths(ctx: ToolContext, listing: list[VaultFile]) -> frozenset[str]:
+    """The paths of ``listing``: every live file, a link's possible target (once per kept listing)."""
+    return ctx.kept_listings.derived(listing, "paths", lambda: frozenset(file.path for file in listing))
 
 
 def markdown_notes(
@@ -255,8 +279,8 @@ def _parse(
 
 def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp, listing: list[VaultFile]) -> None:
     """The warm-up's second part, after its sync: every Markdown note of the default project with its links, tags,
-    tasks and front matter in the index, the tallies of list_tags and list_tasks made, and the vault's links
-    resolved, so that the first graph call on a big vault reads and resolves nothing. It steps aside before each
+    tasks and front matter in the index, the tallies of list_tags, list_tasks and query_notes made, and the vault's
+    links resolved, so that the first graph call on a big vault reads and resolves nothing. It steps aside before each
     note while a call runs (the links: every :data:`~teamvault_mcp.text.noteindex.STOP_EVERY` notes), and does
     nothing when the facts have no store on disk (they would not stay: memory holds a bounded part of them). A call
     that comes first reads and indexes what it needs itself. ``listing``: the one the sync worked from (the whole
@@ -286,7 +310,9 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
             return
         chunk = _indexed(ctx, project_id, IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK]), PARTS, step_aside)
         for file, facts in chunk.read():  # the counts of list_tags and list_tasks, ready for their first call
-            tallies.take(file.path, chunk.hashes[file.path], file.size or 0, facts.tags, facts.tasks)
+            tallies.take(
+                file.path, chunk.hashes[file.path], file.size or 0, facts.tags, facts.tasks, facts.front_matter
+            )
             links[file.path] = (chunk.hashes[file.path], facts.links or ())
         report.indexed += len(chunk.facts)
         log.info("the warm-up indexed %s of %s notes", f"{report.indexed:,}", f"{len(notes):,}")
@@ -314,9 +340,13 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
     """Every Markdown note of ``listing`` (the whole vault) and their links resolved. Only the notes new or changed
     since the project's links were last resolved have their facts read: memory keeps a bounded part of a big
     vault's facts (at 50,000 notes the store gave them all back on every call, for seconds). The notes' facts are
-    not in ``indexed.facts``: :func:`link_counts` says how many links each note has."""
-    notes = markdown_notes(listing)
-    known = note_index(ctx).known_links(project_id, (file.path for file in listing))
+    not in ``indexed.facts``: :func:`link_counts` says how many links each note has. A whole graph is kept with a
+    kept listing: the next call on that listing walks none of its notes."""
+    kept: tuple[IndexedNotes, LinkGraph] | None = ctx.kept_listings.recall(listing, ("graph", project_id))
+    if kept is not None:
+        return kept
+    notes = notes_of(ctx, listing)
+    known = note_index(ctx).known_links(project_id, listed_paths(ctx, listing))
     changed = [
         file for file in notes if file.content_hash is None or known.get(file.path, ("",))[0] != file.content_hash
     ]
@@ -334,7 +364,7 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
     with gc_paused():
         graph = note_index(ctx).graph(
             project_id,
-            (file.path for file in listing),
+            listed_paths(ctx, listing),
             links,
             stop=lambda: out_of_time(ctx, answer_reserve(len(notes))),
         )
@@ -344,7 +374,22 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
     whole.why_partial = indexed.why_partial or (
         "the call's time budget ran out" if len(graph.notes) < len(links) else ""
     )
+    if not whole.why_partial:
+        ctx.kept_listings.remember(listing, ("graph", project_id), (whole, graph))
     return whole, graph
+
+
+def links_cut(ctx: ToolContext, project_id: str, indexed: IndexedNotes, graph: LinkGraph) -> str | None:
+    """``prose.unindexed_notice`` of the notes read whose links the index keeps only in part; worked out once for
+    the whole graph kept with its listing (:func:`vault_graph`)."""
+
+    def notice() -> str:
+        return unindexed_notice(link_counts(indexed, graph), "links", MAX_LINKS_PER_NOTE) or ""
+
+    kept = ctx.kept_listings.recall(indexed.listing, ("graph", project_id))
+    if kept is None or kept[1] is not graph or kept[0].notes is not indexed.notes:
+        return notice() or None  # a folder's graph, or one not kept
+    return ctx.kept_listings.derived(indexed.listing, ("links cut", project_id), notice) or None
 
 
 def link_counts(indexed: IndexedNotes, graph: LinkGraph) -> list[tuple[str, int, int]]:

@@ -284,13 +284,8 @@ def _why_stopped(ctx: ToolContext, mode: str) -> str:
 def find_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     project_id = ctx.project(args)
     with gc_paused():
-        kept = ctx.kept_listings.reusable(project_id)
-        types = (
-            {file.path: file.file_type for file in kept}
-            if kept is not None
-            else dict(ctx.client.list_paths(project_id))
-        )
-        found = find_paths(args["query"], list(types), args.get("limit", DEFAULT_FOUND))
+        types, paths = _paths_and_types(ctx, project_id)
+        found = find_paths(args["query"], paths, args.get("limit", DEFAULT_FOUND))
     query = json.dumps(args["query"], ensure_ascii=False)
     answer = Answer(query=args["query"], notes=[])
     if found:
@@ -300,6 +295,24 @@ def find_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     for path, score in found:
         answer.row("notes", f"{path}  ({score})", {"path": path, "type": types[path], "score": score})
     return answer.output()
+
+
+def _paths_and_types(ctx: ToolContext, project_id: str) -> tuple[dict[str, str], list[str]]:
+    """Every live file's type by path, and the paths: a big vault's from its kept listing (listed and kept now if
+    there is none: the calls that come next reuse it), worked out once per listing; a small vault's paths only."""
+    kept_listings = ctx.kept_listings
+    listing = kept_listings.reusable(project_id)
+    if listing is None and kept_listings.was_big(project_id):
+        listing = kept_listings.files(ctx.client, project_id)
+    pairs = ctx.client.list_paths(project_id) if listing is None else [(f.path, f.file_type) for f in listing]
+    if listing is None:
+        return _types_and_paths(pairs)
+    return kept_listings.derived(listing, "types and paths", lambda: _types_and_paths(pairs))
+
+
+def _types_and_paths(pairs: list[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
+    types = dict(pairs)
+    return types, list(types)
 
 
 # -- the tools ----------------------------------------------------------------------------------------

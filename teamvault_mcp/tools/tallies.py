@@ -1,5 +1,5 @@
-"""The notes ``list_tags`` and ``list_tasks`` count, from the project's tallies (``text/tally.py``), and the
-tasks ``list_tasks`` finds.
+"""The notes ``list_tags`` and ``list_tasks`` count and ``query_notes`` queries, from the project's tallies
+(``text/tally.py``), and the tasks ``list_tasks`` finds.
 
 One listing; the facts of only the notes that changed since the last call are read (``indexing.py``: memory,
 the store, else read and parsed while the budget lasts), and each one's share is kept. A note not read in
@@ -10,16 +10,17 @@ tasks (:func:`tasks_named`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic
 
-from teamvault_mcp.text.properties import field_value
+from teamvault_mcp.text.properties import BUILT_IN_FIELDS, field_value, with_built_ins
 from teamvault_mcp.text.prose import MAX_FACTS_BYTES, unindexed_notice
-from teamvault_mcp.text.tally import Share, TagShare, Tally, TaskShare
+from teamvault_mcp.text.tally import FieldShare, Share, TagShare, Tally, TaskShare
 from teamvault_mcp.text.tasks import MAX_TASKS_PER_NOTE, Person, Task, select_tasks
 from teamvault_mcp.tools.context import ToolContext
-from teamvault_mcp.tools.indexing import index_notes, list_vault, markdown_notes, note_index, partial_notice
+from teamvault_mcp.tools.indexing import index_notes, list_vault, listed_files, note_index, notes_of, partial_notice
 
 if TYPE_CHECKING:
     from teamvault_mcp.text.noteindex import NoteFacts
@@ -52,9 +53,28 @@ class Tallied(Generic[Share]):
         return sorted(((path, share) for path, share in self.shares.items() if keep(share)), key=lambda item: item[0])
 
 
-def tallied_tags(ctx: ToolContext, project_id: str, prefix: str | None) -> Tallied[TagShare]:
+def tallied_tags(
+    ctx: ToolContext, project_id: str, prefix: str | None, listing: list[VaultFile] | None = None
+) -> Tallied[TagShare]:
     tally = note_index(ctx).tallies(project_id).tags
-    return _tallied(ctx, project_id, prefix, tally, "tags", lambda file, facts: TagShare.of(facts.tags, file.size or 0))
+    return _tallied(
+        ctx, project_id, prefix, tally, "tags", lambda file, facts: TagShare.of(facts.tags, file.size or 0), listing
+    )
+
+
+def tallied_fields(
+    ctx: ToolContext, project_id: str, prefix: str | None, listing: list[VaultFile] | None = None
+) -> Tallied[FieldShare]:
+    tally = note_index(ctx).tallies(project_id).fields
+    return _tallied(
+        ctx,
+        project_id,
+        prefix,
+        tally,
+        "fields",
+        lambda file, facts: FieldShare.of(facts.front_matter, file.size or 0),
+        listing,
+    )
 
 
 def tallied_tasks(ctx: ToolContext, project_id: str, prefix: str | None) -> Tallied[TaskShare]:
@@ -71,12 +91,14 @@ def _tallied(
     tally: Tally[Share],
     part: str,
     share: Callable[[VaultFile, NoteFacts], Share],
+    listing: list[VaultFile] | None = None,
 ) -> Tallied[Share]:
-    listing = list_vault(ctx, project_id, prefix)
+    """The tally brought up to date with ``listing`` (by default the project's, under ``prefix``)."""
+    listing = list_vault(ctx, project_id, prefix) if listing is None else listing
     notes = tally.still(listing, prefix)  # a listing reused since the last call, and nothing taken since
     if notes is not None:
         return Tallied(tally.shares(prefix), notes, "", listing)
-    markdown = markdown_notes(listing, prefix)
+    markdown = notes_of(ctx, listing, prefix)
     stale = {file.path for file in tally.stale(markdown, prefix)}
     why, read = "", 0
     if stale:
@@ -88,6 +110,50 @@ def _tallied(
     if read == len(stale):
         tally.checked(listing, prefix, len(markdown))
     return Tallied(tally.shares(prefix), len(markdown), why, listing)
+
+
+@dataclass
+class QueriedNotes:
+    """The notes a query looks at, each as its fields (``properties.queryable``), by path; how many notes have each
+    field name, in the order the names first come; the notes whose front matter cannot be read; and the notice
+    that some notes were not read in time (None when none)."""
+
+    notes: list[Mapping[str, Any]]
+    names: Counter[str]
+    unreadable: list[str]
+    partial: str | None
+
+
+def queried_notes(ctx: ToolContext, project_id: str, prefix: str | None, *, with_tags: bool) -> QueriedNotes:
+    """The notes under ``prefix`` as ``query_notes`` reads them, from the fields' tally (and the tags', when the
+    query names tags); a note whose fields or tags were not read in time is left out, and the notice says so."""
+    listing = list_vault(ctx, project_id, prefix)
+    fields_of = tallied_fields(ctx, project_id, prefix, listing)
+    tags_of = tallied_tags(ctx, project_id, prefix, listing) if with_tags else None
+    files = listed_files(ctx, listing)
+    notes: list[Mapping[str, Any]] = []
+    unreadable: list[str] = []
+    named_alike: Counter[tuple[str, ...]] = Counter()  # the notes with each set of field names
+    for path in sorted(fields_of.shares):
+        share = fields_of.shares[path]
+        tagged = tags_of.shares.get(path) if tags_of is not None else None
+        if tags_of is not None and tagged is None:
+            continue
+        if share.unreadable:
+            unreadable.append(path)
+        tags = tagged.names if tagged is not None else ()
+        notes.append(with_built_ins(share.fields, path=path, tags=tags, updated_at=files[path].updated_at))
+        named_alike[share.names] += 1
+    names: Counter[str] = Counter()
+    for alike, count in named_alike.items():
+        first = not names
+        for name in alike:
+            names[name] += count
+        if first:  # every note has these, after its own fields
+            names.update(dict.fromkeys(BUILT_IN_FIELDS, len(notes)))
+    why = fields_of.why_partial or (tags_of.why_partial if tags_of is not None else "")
+    partial = partial_notice(fields_of.notes - len(notes), fields_of.notes, why, "matches among them")
+    return QueriedNotes(notes, names, unreadable, partial)
 
 
 @dataclass
