@@ -118,3 +118,33 @@ def test_a_bad_reuse_setting_is_refused_by_name(value: str) -> None:
 def test_a_reuse_setting_is_read(value: str, seconds: float) -> None:
     environ = {"TEAM_VAULT_URL": "http://127.0.0.1:9", "TEAM_VAULT_API_KEY": "k", "TEAM_VAULT_LISTING_REUSE": value}
     assert load_config(environ).listing_reuse_seconds == seconds
+
+
+async def test_recent_changes_shares_its_listing_inside_the_window_and_sees_its_own_delete(
+    vault: LocalVault, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    async with session_on(vault, clock=clock, cache_dir=tmp_path / "cache", prefetch=False) as session:
+        big(session)
+        before = listings(vault)
+        first = await session.ok_text("recent_changes")
+        assert await session.ok_text("recent_changes") == first
+        assert listings(vault) - before == 1  # the listing with its tombstones, kept like the others
+        await session.ok_text("delete_note", path="plan.md")
+        assert "deleted  plan.md" in await session.ok_text("recent_changes")  # no time has passed on the clock
+        clock.advance(2.5)
+        seeding.colleague_writes(vault, "people/grace.md", "# Grace\n\nnow\n")
+        assert "updated  people/grace.md" in (await session.ok_text("recent_changes")).splitlines()[1]
+
+
+async def test_find_notes_keeps_a_big_vaults_listing_for_the_calls_after_it(vault: LocalVault, tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with session_on(vault, clock=clock, cache_dir=tmp_path / "cache", prefetch=False) as session:
+        big(session)
+        await session.ok_text("list_tags")  # the project's listing is big: the next one is kept
+        clock.advance(2.5)
+        before = listings(vault)
+        assert "people/grace.md" in await session.ok_text("find_notes", query="grace")
+        await session.ok_text("note_links", path="people/ada.md")
+        await session.ok_text("find_notes", query="ada")
+        assert listings(vault) - before == 1
