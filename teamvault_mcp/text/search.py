@@ -365,15 +365,15 @@ class Matcher:
             found.append(LineMatch(first, path_bonus, complete=False))
         return found
 
-    def has_complete_line(self, entry: Indexed) -> bool:
-        """Whether a line of the note holds every query word (always, for a phrase, a regex or one word).
+    def has_complete_line(self, text: str) -> bool:
+        """Whether a line of the note (its folded ``text``) holds every query word (always, for a phrase, a regex
+        or one word).
 
-        Cheap, as :func:`rank` asks it of every matching note: only the lines holding the rarest
+        Cheap, as :func:`rank` asks it of the matching notes: only the lines holding the rarest
         word of the query are looked at, each found with ``str.find``.
         """
         if len(self.words) < 2:
             return True
-        text = entry.folded
         rare = min(self.words, key=text.count)
         others = [word for word in self.words if word != rare]
         at = text.find(rare)
@@ -432,10 +432,11 @@ class Matcher:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A note that matches, with its score as a whole."""
+    """A note that matches, with its score as a whole; ``entry`` is None for a note counted in the index on disk
+    (its text is read when it is ranked)."""
 
     path: str
-    entry: Indexed
+    entry: Indexed | None
     score: float
     lines: list[LineMatch] | None = None  # known already for a regex search
     text: NoteText | None = None  # known already for a regex search
@@ -457,10 +458,12 @@ class BM25:
 
 
 def rank(
-    candidates: list[Candidate],
+    candidates: Iterable[Candidate],
     matcher: Matcher,
     limit: int,
     text_of: Callable[[Candidate], NoteText | None] | None = None,
+    *,
+    ordered: bool = False,
 ) -> tuple[list[Hit], int]:
     """The hits to show and how many notes they come from.
 
@@ -469,23 +472,52 @@ def rank(
     best lines (those holding every word first; in each group, body lines, then headings, then front
     matter); and then all the lines holding every word go before the rest, each group in that order.
     ``text_of`` gives a candidate's text when the index did not keep it (None: it could not be had, and
-    the note is passed over); by default the kept raw text.
+    the note is passed over); by default the kept raw text. ``ordered``: the candidates come best first
+    already (score, then path), and are taken only as far as the hits need.
+
+    Notes are looked at best first, and whether one has a line with every word is asked only of
+    those looked at: a note counted on disk is read only then, so a search that matches 100,000
+    notes reads about as many as it shows.
     """
     full: list[Hit] = []
     partial: list[Hit] = []
-    has_full = {candidate.path: matcher.has_complete_line(candidate.entry) for candidate in candidates}
-    for candidate in sorted(candidates, key=lambda c: (not has_full[c.path], -c.score, c.path)):
-        if len(full) >= limit or (len(full) + len(partial) >= limit and not has_full[candidate.path]):
-            break
-        text = candidate.text
-        if text is None:
-            text = text_of(candidate) if text_of is not None else _kept_text(candidate.entry)
-        if text is None:
-            continue
+    without_full: list[tuple[Candidate, NoteText | None]] = []
+
+    def text_for(candidate: Candidate) -> NoteText | None:
+        if candidate.text is not None:
+            return candidate.text
+        if text_of is not None:
+            return text_of(candidate)
+        return _kept_text(candidate.entry) if candidate.entry is not None else None
+
+    def show(candidate: Candidate, text: NoteText) -> None:
         matches = candidate.lines if candidate.lines is not None else matcher.lines(candidate.path, text)
         best = sorted(matches, key=lambda m: (not m.complete, m.place, -m.score, m.index))[:HITS_PER_NOTE]
         for match in best:
             (full if match.complete else partial).append(matcher.hit(candidate.path, text, match))
+
+    for candidate in candidates if ordered else sorted(candidates, key=lambda c: (-c.score, c.path)):
+        if len(full) >= limit:
+            break
+        if candidate.entry is not None:
+            text, folded = None, candidate.entry.folded
+        else:
+            text = text_for(candidate)
+            if text is None:
+                continue  # could not be read: passed over
+            folded = text.folded
+        if not matcher.has_complete_line(folded):
+            without_full.append((candidate, text))  # shown after every note that has such a line
+            continue
+        text = text or text_for(candidate)
+        if text is not None:
+            show(candidate, text)
+    for candidate, text in without_full:
+        if len(full) >= limit or len(full) + len(partial) >= limit:
+            break
+        text = text or text_for(candidate)
+        if text is not None:
+            show(candidate, text)
     shown = (full + partial)[:limit]
     return shown, len({hit.path for hit in shown})
 

@@ -21,9 +21,9 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.text.search import Candidate, Indexed, NoteText, SearchIndex
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from teamvault_mcp.vault.background import Foreground, WarmUp
     from teamvault_mcp.vault.cache import ContentCache
     from teamvault_mcp.vault.records import VaultFile
+    from teamvault_mcp.vault.terms_db import TermIndex
 
 log = logging.getLogger(__name__)
 
@@ -221,12 +222,15 @@ class Texts:
     """The raw texts of gathered notes, for the lines a search matches or shows: kept by the index, else read
     from the content cache, else downloaded again (another process may have evicted them since)."""
 
-    def __init__(self, ctx: ToolContext, project_id: str, gathered: Gathered) -> None:
+    def __init__(
+        self, ctx: ToolContext, project_id: str, gathered: Gathered, by_path: Mapping[str, VaultFile] | None = None
+    ) -> None:
         self._ctx = ctx
         self._project_id = project_id
         self._index = ctx.index if ctx.index is not None else SearchIndex()
         self._cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
         self._files = {entry.key: file for file, entry in gathered.ready}
+        self._by_path = by_path or {}  # the notes counted on disk, which were not gathered
 
     def of(self, file: VaultFile, entry: Indexed, *, shown: bool = True) -> NoteText | None:
         if entry.kept_raw is not None:
@@ -250,8 +254,23 @@ class Texts:
         return text.raw if text is not None else None
 
     def of_candidate(self, candidate: Candidate) -> NoteText | None:
+        if candidate.entry is None:  # counted on disk: read now
+            file = self._by_path.get(candidate.path)
+            entry = self.entry_of(file) if file is not None else None
+            return self.of(file, entry) if file is not None and entry is not None else None
         file = self._files.get(candidate.entry.key)
         return self.of(file, candidate.entry) if file is not None else None
+
+    def entry_of(self, file: VaultFile) -> Indexed | None:
+        """A note's entry in the index in memory, read from the disk cache or downloaded again if need be; None
+        when it cannot be had (or changed since the listing)."""
+        entry = known(file, self._index, self._cache)
+        if entry is None and file.content_hash:
+            data = self._download(file, file.content_hash)
+            if data is not None:
+                load = self._cache.text if self._cache is not None else None
+                entry = self._index.add(file.content_hash, data.decode("utf-8", errors="replace"), load=load)
+        return entry
 
     def _download(self, file: VaultFile, content_hash: str) -> bytes | None:
         try:
@@ -263,6 +282,13 @@ class Texts:
             return None  # changed since the listing: its hits would point at other lines
         self._ctx.remember(self._project_id, data)
         return data
+
+
+def term_index(ctx: ToolContext, project_id: str) -> TermIndex | None:
+    """The project's search index on disk (``vault/terms_db.py``); None without a store (no cache directory)."""
+    note_index = ctx.note_index
+    terms = getattr(note_index.store(project_id), "terms", None) if note_index is not None else None
+    return cast("TermIndex | None", terms)
 
 
 def _report(ctx: ToolContext, done: int, total: int, last: list[float], lock: threading.Lock) -> None:

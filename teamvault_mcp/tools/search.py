@@ -35,8 +35,10 @@ from teamvault_mcp.text.search import (
 )
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
-from teamvault_mcp.tools.gathering import Gathered, Texts, gather, gc_paused
+from teamvault_mcp.tools.gathering import Gathered, Texts, gather, gc_paused, term_index
+from teamvault_mcp.tools.indexing import listed_files
 from teamvault_mcp.tools.kinds import Param
+from teamvault_mcp.tools.search_scoring import OnDisk, count_on_disk, index_gathered, split
 from teamvault_mcp.tools.spec import STRING, See, Tool, answer_schema, object_schema, rows
 
 if TYPE_CHECKING:
@@ -65,11 +67,15 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     with gc_paused():  # a listing is thousands of objects at once
         listing = ctx.kept_listings.files(ctx.client, project_id, prefix)
         files = [file for file in listing if file.file_type == "TEXT"]
-    gathered = gather(ctx, project_id, files, listing=listing, scope=prefix)
-    texts = Texts(ctx, project_id, gathered)
+    terms = term_index(ctx, project_id) if mode != "regex" else None  # a regex reads every note
+    on_disk, unindexed = split(terms, files) if terms is not None else (None, files)
+    gathered = gather(ctx, project_id, unindexed, listing=listing, scope=prefix)
+    if terms is not None:
+        index_gathered(ctx, terms, gathered)
+    texts = Texts(ctx, project_id, gathered, listed_files(ctx, listing) if on_disk is not None else None)
     with gc_paused():  # tens of thousands of short-lived objects; no full collection in between, please
-        scored = _score(ctx, matcher, gathered, mode, texts)
-        corrected = _corrected(ctx, matcher, gathered, scored, texts) if not scored.candidates else None
+        scored = _score(ctx, matcher, gathered, mode, texts, on_disk)
+        corrected = _corrected(ctx, matcher, gathered, scored, texts, on_disk) if not scored.candidates else None
         if corrected is not None:
             matcher, scored = corrected
         shown, notes_shown = rank(scored.candidates, matcher, limit, texts.of_candidate)
@@ -103,7 +109,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
             f"{json.dumps(corrected_query, ensure_ascii=False)}:"
         )
     elif not shown:
-        answer.summary(_no_hits(ctx, args["query"], mode, matcher, gathered, scored))
+        answer.summary(_no_hits(ctx, args["query"], mode, matcher, gathered, scored, on_disk))
     else:
         # The agent knows its query and mode; the count, and the cap when it may have hidden lines of a note.
         per_note = Counter(hit.path for hit in shown)
@@ -145,8 +151,15 @@ class Scored:
 VOCABULARY_SECONDS = 2.0
 
 
-def _vocabulary(ctx: ToolContext, gathered: Gathered) -> Counter[str]:
-    return vocabulary((entry for _, entry in gathered.ready), deadline=_within(ctx, VOCABULARY_SECONDS))
+def _vocabulary(ctx: ToolContext, gathered: Gathered, on_disk: OnDisk | None, missing: list[str]) -> Counter[str]:
+    """How many notes hold each word: every word of the notes in memory, and of the index's words those close to
+    a ``missing`` one (the only ones close words are picked from)."""
+    counts = vocabulary((entry for _, entry in gathered.ready), deadline=_within(ctx, VOCABULARY_SECONDS))
+    if on_disk is not None and on_disk.notes:
+        every = Counter(dict.fromkeys(on_disk.terms.vocabulary(), 1))
+        near = {other for word in missing for other, _ in close_words(word, every, limit=len(every))}
+        counts.update(on_disk.terms.holders(near, Counter(text.id for _, text in on_disk.notes)))
+    return counts
 
 
 def _within(ctx: ToolContext, seconds: float) -> Deadline:
@@ -157,7 +170,7 @@ def _within(ctx: ToolContext, seconds: float) -> Deadline:
 
 
 def _corrected(
-    ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: Scored, texts: Texts
+    ctx: ToolContext, matcher: Matcher, gathered: Gathered, scored: Scored, texts: Texts, on_disk: OnDisk | None
 ) -> tuple[Matcher, Scored] | None:
     """A text search whose words are not all in the vault, made again with the closest word of the vault for
     each missing one (a typo: ``failovr``); None when a word has no close word, or the new search finds nothing."""
@@ -166,7 +179,7 @@ def _corrected(
     missing = [word for word, notes in zip(matcher.words, scored.holding, strict=True) if not notes]
     if not missing:
         return None
-    counts = _vocabulary(ctx, gathered)
+    counts = _vocabulary(ctx, gathered, on_disk, missing)
     replaced = {}
     for word in missing:
         close = close_words(word, counts, limit=1)
@@ -174,7 +187,7 @@ def _corrected(
             return None
         replaced[word] = close[0][0]
     fixed = Matcher(" ".join(replaced.get(word, word) for word in matcher.words), "text")
-    again = _score(ctx, fixed, gathered, "text", texts)
+    again = _score(ctx, fixed, gathered, "text", texts, on_disk)
     if not again.candidates:
         return None
     again.replaced = replaced
@@ -188,7 +201,15 @@ def _said_as(replaced: dict[str, str]) -> str:
     )
 
 
-def _no_hits(ctx: ToolContext, query: str, mode: str, matcher: Matcher, gathered: Gathered, scored: Scored) -> str:
+def _no_hits(
+    ctx: ToolContext,
+    query: str,
+    mode: str,
+    matcher: Matcher,
+    gathered: Gathered,
+    scored: Scored,
+    on_disk: OnDisk | None,
+) -> str:
     """What a search that found nothing says: which words the vault lacks and its close words, what to try."""
     quoted = json.dumps(query, ensure_ascii=False)
     searched = f"{scored.searched:,} note{'s' if scored.searched != 1 else ''} searched"
@@ -202,7 +223,7 @@ def _no_hits(ctx: ToolContext, query: str, mode: str, matcher: Matcher, gathered
             counts = ", ".join(f"{json.dumps(word, ensure_ascii=False)} {_notes(held[word])}" for word in words)
             said.append(f"Notes holding each word: {counts}.")
         if missing:
-            vocabulary_counts = _vocabulary(ctx, gathered)
+            vocabulary_counts = _vocabulary(ctx, gathered, on_disk, missing)
             for word in missing:
                 close = close_words(word, vocabulary_counts)
                 if close:
@@ -225,8 +246,11 @@ def _notes(count: int) -> str:
     return "in no note" if not count else f"in {count:,} note{'s' if count != 1 else ''}"
 
 
-def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str, texts: Texts) -> Scored:
-    """Every matching note with its score; stops early (partial) when time runs out."""
+def _score(
+    ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str, texts: Texts, on_disk: OnDisk | None = None
+) -> Scored:
+    """Every matching note with its score, those in memory and those ``on_disk``; stops early (partial) when time
+    runs out."""
     deadline = _within(ctx, REGEX_SECONDS) if mode == "regex" else ctx.deadline(ANSWER_SECONDS)
     counted: list[tuple[VaultFile, Indexed, list[int]]] = []
     holding = [0] * len(matcher.terms)  # notes that hold each term, for its weight
@@ -253,12 +277,25 @@ def _score(ctx: ToolContext, matcher: Matcher, gathered: Gathered, mode: str, te
             gathered.why_partial = gathered.why_partial or _why_stopped(ctx, mode)
             break
         searched += 1
-    if counted:
-        average = sum(len(entry.folded) for _, entry in gathered.ready[:searched]) / max(searched, 1)
-        ranking = BM25(searched, holding, average)
+    chars = sum(len(entry.folded) for _, entry in gathered.ready[:searched])
+    on_disk_counted = count_on_disk(ctx, matcher, on_disk, texts, deadline) if on_disk is not None else None
+    if on_disk_counted is not None:
+        holding = [mine + theirs for mine, theirs in zip(holding, on_disk_counted.holding, strict=True)]
+        searched += on_disk_counted.searched
+        chars += on_disk_counted.chars
+        if on_disk_counted.not_searched:
+            gathered.not_searched += on_disk_counted.not_searched
+            gathered.why_partial = gathered.why_partial or _why_stopped(ctx, mode)
+    if counted or (on_disk_counted is not None and on_disk_counted.matching):
+        ranking = BM25(searched, holding, chars / max(searched, 1))
         candidates += [
             Candidate(file.path, entry, ranking.score(counts, len(entry.folded))) for file, entry, counts in counted
         ]
+        if on_disk_counted is not None:
+            candidates += [
+                Candidate(file.path, None, ranking.score(counts, length))
+                for file, length, counts in on_disk_counted.matching
+            ]
     return Scored(candidates, searched, holding)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import sqlite3
@@ -31,11 +32,12 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from teamvault_mcp.text.noteindex import ListedFile, ListingRow
+from teamvault_mcp.vault import terms_db
 
 log = logging.getLogger(__name__)
 
 #: The layout of the tables below; a file of another layout is made again.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: How long a write waits for another process's transaction (milliseconds).
 BUSY_TIMEOUT_MS = 10_000
 INDEX_FILE = "index.sqlite"
@@ -46,14 +48,16 @@ WAL_KEPT_BYTES = 4 * 1024 * 1024
 _CHECKPOINT_ROWS = 1000
 _CHUNK = 500  # hashes per SELECT … IN (…): well below SQLite's variable limit
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS facts (hash TEXT NOT NULL, part TEXT NOT NULL, value TEXT NOT NULL,
-                                  PRIMARY KEY (hash, part));
-CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, id TEXT, content_hash TEXT, size INTEGER,
-                                  mtime TEXT) WITHOUT ROWID;
-"""
+_SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS facts (hash TEXT NOT NULL, part TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY (hash, part))",
+    "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, id TEXT, content_hash TEXT, size INTEGER,"
+    " mtime TEXT) WITHOUT ROWID",
+    *terms_db.SCHEMA,
+)
 
 
+@functools.cache
 def fts5_available() -> bool:
     """Whether this Python's SQLite has FTS5 (the full-text search the index's search will use)."""
     try:
@@ -85,6 +89,13 @@ class IndexStore:
         self._listing_saved: Sequence[ListedFile] | None = None  # the listing those rows came from
         #: Files found foreign or corrupt and made again: how tests see a rebuild.
         self.rebuilt = 0
+        #: Which file the open connection is on: a count of the files made again (what was read of the last one
+        #: is not true of the next).
+        self.generation = 0
+        #: Whether the file has the words' trigram index (made when this SQLite has FTS5).
+        self.has_fts = False
+        #: The search index's tables, in this same file.
+        self.terms = terms_db.TermIndex(self)
 
     # -- what the facts index asks ------------------------------------------------------------------
 
@@ -93,7 +104,7 @@ class IndexStore:
         found: dict[str, dict[str, str]] = {}
         wanted = list(dict.fromkeys(hashes))
         part_marks = ",".join("?" * len(parts))
-        with self._session() as connection:
+        with self.session() as connection:
             if connection is None:
                 return found
             for start in range(0, len(wanted), _CHUNK):
@@ -111,7 +122,7 @@ class IndexStore:
         """Keep (hash, part, JSON) rows, in one transaction."""
         if not rows:
             return
-        with self._session() as connection:
+        with self.session() as connection:
             if connection is not None:
                 with _transaction(connection):
                     connection.executemany("INSERT OR REPLACE INTO facts (hash, part, value) VALUES (?, ?, ?)", rows)
@@ -130,7 +141,7 @@ class IndexStore:
         if digest == self._listing_digest:
             self._listing_saved = files
             return
-        with self._session() as connection:
+        with self.session() as connection:
             if connection is None:
                 return
             with _transaction(connection):
@@ -144,7 +155,7 @@ class IndexStore:
 
     def listing(self) -> list[ListingRow]:
         """The last whole listing kept, by path."""
-        with self._session() as connection:
+        with self.session() as connection:
             if connection is None:
                 return []
             return list(connection.execute("SELECT path, id, content_hash, size, mtime FROM notes ORDER BY path"))
@@ -161,10 +172,15 @@ class IndexStore:
 
     def integrity(self) -> str:
         """``PRAGMA integrity_check``'s answer: ``ok`` for a sound file."""
-        with self._session() as connection:
+        with self.session() as connection:
             if connection is None:
                 return "off"
             return "; ".join(str(row[0]) for row in connection.execute("PRAGMA integrity_check"))
+
+    @staticmethod
+    def transaction(connection: sqlite3.Connection) -> contextlib.AbstractContextManager[None]:
+        """One write transaction on ``connection`` (of :meth:`session`), rolled back on any error."""
+        return _transaction(connection)
 
     def close(self) -> None:
         with self._lock:
@@ -173,7 +189,7 @@ class IndexStore:
                 self._connection = None
 
     @contextlib.contextmanager
-    def _session(self) -> Iterator[sqlite3.Connection | None]:
+    def session(self) -> Iterator[sqlite3.Connection | None]:
         """The open connection (None when the store is off), under the lock; a corrupt file found on the way is
         deleted, to be made again by the next use (this use answers without it)."""
         with self._lock:
@@ -196,6 +212,7 @@ class IndexStore:
         with self._file_lock():
             self._delete_files()
         self.rebuilt += 1
+        self.generation += 1
         self._listing_digest = None
         self._listing_saved = None
 
@@ -214,6 +231,7 @@ class IndexStore:
                         )
                         self._delete_files()
                         self.rebuilt += 1
+                        self.generation += 1
         except (OSError, sqlite3.Error, _ForeignVersion) as error:
             log.warning("the index %s cannot be used (%s); the facts stay in memory only", self.path, error)
         self._failed = True
@@ -237,11 +255,15 @@ class IndexStore:
             connection.execute(f"PRAGMA journal_size_limit = {WAL_KEPT_BYTES}")
             if version == 0:
                 with _transaction(connection):
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            connection.execute(statement)
+                    for statement in (*_SCHEMA, *(terms_db.FTS_SCHEMA if fts5_available() else ())):
+                        connection.execute(statement)
                     connection.execute(f"PRAGMA user_version = {self.user_version}")
             connection.execute("SELECT count(*) FROM facts WHERE hash = ''").fetchone()  # the tables are readable
+            connection.execute("SELECT count(*) FROM texts WHERE id = 0").fetchone()
+            self.has_fts = (
+                connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'words_fts'").fetchone()[0] == 1
+                and fts5_available()
+            )
         except BaseException:
             connection.close()
             raise

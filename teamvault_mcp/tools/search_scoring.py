@@ -1,0 +1,139 @@
+"""search_notes' counting on the index on disk (``vault/terms_db.py``): the notes whose words it holds are counted
+there, without their text; the others are gathered and counted in memory, as before, and then indexed.
+
+A term of word characters is counted from the index alone; any other term (``e-mail``, a
+phrase) is counted in the text of just the notes holding each of its word parts; a note whose
+words the index does not keep (too many) is counted in its text. Each count is the one
+``Matcher.counts`` finds in memory (``text/terms.py`` says why), so both halves rank alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from teamvault_mcp.text.deadlines import Deadline
+from teamvault_mcp.text.search import Matcher, folded_path_of
+from teamvault_mcp.text.terms import Term
+from teamvault_mcp.tools.context import ToolContext
+from teamvault_mcp.tools.gathering import READ_RESERVE_SECONDS, Gathered, Texts, out_of_time
+
+if TYPE_CHECKING:
+    from teamvault_mcp.vault.records import VaultFile
+    from teamvault_mcp.vault.terms_db import IndexedText, TermIndex
+
+#: Notes given to the index on disk in one transaction, by a search that gathered them.
+ADD_EVERY = 500
+
+
+@dataclass
+class OnDisk:
+    """The notes of a search counted on disk: each file with its content's row."""
+
+    terms: TermIndex
+    notes: list[tuple[VaultFile, IndexedText]]
+
+
+def split(terms: TermIndex, files: list[VaultFile]) -> tuple[OnDisk, list[VaultFile]]:
+    """``files`` whose content the index holds, and the others (to gather)."""
+    held = terms.texts([file.content_hash for file in files if file.content_hash])
+    on_disk: list[tuple[VaultFile, IndexedText]] = []
+    rest: list[VaultFile] = []
+    for file in files:
+        text = held.get(file.content_hash) if file.content_hash else None
+        if text is None:
+            rest.append(file)
+        else:
+            on_disk.append((file, text))
+    return OnDisk(terms, on_disk), rest
+
+
+def index_gathered(ctx: ToolContext, terms: TermIndex, gathered: Gathered) -> None:
+    """Give the index the notes this search gathered (new or changed since it last saw them), a batch at a time
+    while the call has time for it; the next search counts them on disk."""
+    batch: list[tuple[str, str]] = []
+    for _, entry in gathered.ready:
+        batch.append((entry.key, entry.folded))
+        if len(batch) >= ADD_EVERY:
+            if out_of_time(ctx, READ_RESERVE_SECONDS):
+                return
+            terms.add(batch)
+            batch = []
+    if batch and not out_of_time(ctx, READ_RESERVE_SECONDS):
+        terms.add(batch)
+
+
+@dataclass
+class Counted:
+    """What counting on disk found: the notes holding every term with their counts, how many notes hold each
+    term, and the notes counted (with their folded length, for the average)."""
+
+    matching: list[tuple[VaultFile, int, list[int]]]  # file, folded length, count of each term
+    holding: list[int]
+    searched: int
+    chars: int
+    not_searched: int = 0
+
+
+def count_on_disk(
+    ctx: ToolContext, matcher: Matcher, on_disk: OnDisk, texts: Texts, deadline: Deadline | None
+) -> Counted:
+    """Every term's count in every note on disk (its path's words included, as ``Matcher.counts`` does)."""
+    notes = on_disk.notes
+    unreadable: set[int] = set()  # rows whose text a checked term needed and could not be had (or time ran out)
+    columns: list[list[int]] = []
+    for term in matcher.terms:
+        found = _occurrences(ctx, Term.of(term), on_disk, texts, deadline, unreadable)
+        columns.append([found.get(text.id, 0) + (term in folded_path_of(file.path)) for file, text in notes])
+    kept = [number for number, (_, text) in enumerate(notes) if text.id not in unreadable]
+    holding = [sum(1 for number in kept if column[number]) for column in columns]
+    matching = []
+    for number in kept:
+        counts = [column[number] for column in columns]
+        if all(counts):
+            file, text = notes[number]
+            matching.append((file, text.chars, counts))
+    chars = sum(notes[number][1].chars for number in kept)
+    return Counted(matching, holding, len(kept), chars, len(notes) - len(kept))
+
+
+def _occurrences(
+    ctx: ToolContext, term: Term, on_disk: OnDisk, texts: Texts, deadline: Deadline | None, unreadable: set[int]
+) -> dict[int, int]:
+    """How often ``term`` occurs in each content of ``on_disk``, by row (none: not at all)."""
+    found: dict[int, int] = {}
+    if term.counted:
+        found = on_disk.terms.occurrences(term.text)
+        to_read = [(file, text) for file, text in on_disk.notes if not text.kept]
+    else:
+        holders: set[int] | None = None
+        for part in term.parts:  # the text holds the term only where it holds each of its word parts
+            ids = set(on_disk.terms.occurrences(part))
+            holders = ids if holders is None else holders & ids
+        to_read = [
+            (file, text) for file, text in on_disk.notes if not text.kept or holders is None or text.id in holders
+        ]
+    for file, text in _each_once(to_read):
+        if text.id in unreadable:
+            continue
+        if (ctx.token is not None and ctx.token.cancelled) or (deadline is not None and deadline.passed()):
+            unreadable.add(text.id)
+            continue
+        entry = texts.entry_of(file)
+        if entry is None:
+            unreadable.add(text.id)
+            continue
+        times = entry.folded.count(term.text)
+        if times:
+            found[text.id] = times
+    return found
+
+
+def _each_once(notes: list[tuple[VaultFile, IndexedText]]) -> Iterator[tuple[VaultFile, IndexedText]]:
+    """Each content once (two notes of one text are read once)."""
+    seen: set[int] = set()
+    for file, text in notes:
+        if text.id not in seen:
+            seen.add(text.id)
+            yield file, text
