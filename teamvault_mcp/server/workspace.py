@@ -23,7 +23,7 @@ from teamvault_mcp.config import Config
 from teamvault_mcp.errors import CallCancelledError, TeamVaultError
 from teamvault_mcp.server.audit import AuditLog
 from teamvault_mcp.text.noteindex import FACTS_VERSION, NoteIndex
-from teamvault_mcp.text.search import SearchIndex
+from teamvault_mcp.text.search import INDEX_CHARS, INDEX_CHARS_BESIDE_STORE, SearchIndex
 from teamvault_mcp.tools.context import KeyUser, Progress, ToolContext, ToolSet
 from teamvault_mcp.tools.gathering import warm_up
 from teamvault_mcp.tools.indexing import index_in_background
@@ -83,7 +83,9 @@ class Workspace:
         self._tools: tuple[int, dict[str, Tool], ToolSet] = (-1, {}, ToolSet(frozenset()))
         self._pool: HttpPool | None = None  # made by the first call (it loads `requests`), or taken from `ahead`
         self._ahead = ahead
-        self.index = SearchIndex()  # note texts by content hash, for searches, shared by all calls
+        # note texts by content hash, for searches, shared by all calls; with a cache directory the words are counted
+        # on disk (``vault/terms_db.py``), and memory keeps only the texts read lately
+        self.index = SearchIndex(INDEX_CHARS if config.cache_dir is None else INDEX_CHARS_BESIDE_STORE)
         # links, tags, tasks, front matter by content hash (in memory, then on disk); the link graphs
         self.note_index = NoteIndex(stores=self.index_store_for)
         # a big vault's last listing, reused for a moment by the calls that read every note

@@ -20,7 +20,7 @@ so a search repeated over an unchanged vault does no Unicode work at all. It kee
 text only when the caller has nowhere else to keep it: with a disk cache, the raw text of
 the few notes whose hits are shown is loaded again (:class:`NoteText`), and a vault costs
 its folded text and little more. A search that finds nothing can ask for the vault's own
-words closest to a query word (:func:`close_words`). Finding notes by name is ``fuzzy.py``;
+words closest to a query word (``terms.py``'s ``close_words``). Finding notes by name is ``fuzzy.py``;
 folding text (case and accents) is ``folding.py``.
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -47,6 +47,9 @@ HITS_PER_NOTE = 3
 REGEX_LINE_SECONDS = 0.2
 #: Text kept in memory for searching (raw + folded characters), least recently used first out.
 INDEX_CHARS = 256 * 1024 * 1024
+#: The same with a cache directory, whose index of words on disk counts a text search (``vault/terms_db.py``): the
+#: texts read lately, for the hits shown, phrases, regexes and replacements.
+INDEX_CHARS_BESIDE_STORE = 32 * 1024 * 1024
 #: Characters of recently shown notes kept with their lines and outline, so a search asked again is as cheap.
 SHOWN_CHARS = 4 * 1024 * 1024
 
@@ -520,59 +523,6 @@ def rank(
             show(candidate, text)
     shown = (full + partial)[:limit]
     return shown, len({hit.path for hit in shown})
-
-
-_WORD = re.compile(r"\w+")
-
-#: Close words are looked for among words of this many letters or more (shorter ones have too many neighbours).
-CLOSE_WORD_MIN = 4
-
-
-def vocabulary(entries: Iterable[Indexed], deadline: Deadline | None = None) -> Counter[str]:
-    """How many of ``entries`` hold each word; stops counting at ``deadline``."""
-    counts: Counter[str] = Counter()
-    for entry in entries:
-        if deadline is not None and deadline.passed():
-            break
-        counts.update(frozenset(_WORD.findall(entry.folded)))
-    return counts
-
-
-def close_words(word: str, counts: Counter[str], limit: int = 3) -> list[tuple[str, int]]:
-    """The vault's words closest to ``word`` (a folded query word that no note holds), with how many notes
-    hold each: at most 1 edit away for words of up to 7 letters, 2 for longer ones; nearest first, then the
-    most used."""
-    if len(word) < CLOSE_WORD_MIN:
-        return []
-    most = 1 if len(word) <= 7 else 2
-    found = []
-    for other, notes in counts.items():
-        if abs(len(other) - len(word)) > most or other == word:
-            continue
-        if other[0] != word[0] and other[1:2] != word[1:2]:
-            continue  # a typo seldom changes both of the first two letters: most of the vocabulary goes here
-        distance = _edits(word, other, most)
-        if distance <= most:
-            found.append((distance, -notes, other))
-    return [(other, -notes) for _, notes, other in sorted(found)[:limit]]
-
-
-def _edits(one: str, other: str, most: int) -> int:
-    """The edit distance (insert, delete, substitute, swap two neighbours) of two words, or ``most + 1`` once
-    it is clearly more than ``most``."""
-    previous2: list[int] | None = None
-    previous = list(range(len(other) + 1))
-    for i, char in enumerate(one, start=1):
-        current = [i] + [0] * len(other)
-        for j, other_char in enumerate(other, start=1):
-            cost = 0 if char == other_char else 1
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if previous2 is not None and i > 1 and j > 1 and char == other[j - 2] and one[i - 2] == other_char:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        if min(current) > most:
-            return most + 1
-        previous2, previous = previous, current
-    return previous[-1]
 
 
 def _kept_text(entry: Indexed) -> NoteText | None:

@@ -337,19 +337,28 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> list[Va
     cache = ctx.cache_for(project_id) if ctx.cache_for is not None else None
     if cache is not None:
         _say_if_it_does_not_fit(files, cache)
+    words = _WordsToIndex(term_index(ctx, project_id), files)
     missing: list[VaultFile] = []
     for file in files:
         step_aside()
         stop = keep_going()
         if stop is not None:
             report.stopped = stop
+            words.flush()
             return listing
+        if words.held(file):  # its words are on disk: a search reads nothing of it
+            continue
         already = file.content_hash is not None and index.get(file.content_hash) is not None
-        if known(file, index, cache) is None:
+        entry = known(file, index, cache)
+        if entry is None:
             missing.append(file)
-        elif not already:
+            continue
+        words.add(entry)
+        if not already:
             report.from_cache += 1
+    words.flush()
     if not missing:
+        words.prune(listing)
         return listing
     project = (ctx.sync or VaultSync()).project(project_id, cache, indexer(index, cache))
     report.stopped, settled = project.fetch(
@@ -362,7 +371,51 @@ def warm_up(ctx: ToolContext, foreground: Foreground, report: WarmUp) -> list[Va
         step_aside=step_aside,
     )
     report.fetched = sum(1 for content_hash in settled.values() if content_hash is not None)
+    for file in missing:
+        step_aside()
+        content_hash = settled.get(key_of(file))
+        entry = known(file._replace(content_hash=content_hash), index, cache) if content_hash else None
+        if entry is not None:
+            words.add(entry)
+    words.flush()
+    words.prune(listing)
     return listing
+
+
+#: Notes given to the index of words on disk in one transaction (a batch holds the store for a fraction of a second).
+ADD_EVERY = 200
+
+
+class _WordsToIndex:
+    """The warm-up's notes for the index of words on disk (``vault/terms_db.py``), given a batch at a time; nothing
+    without a store."""
+
+    def __init__(self, terms: TermIndex | None, files: list[VaultFile]) -> None:
+        self.terms = terms
+        hashes = [file.content_hash for file in files if file.content_hash]
+        self._held = set(terms.texts(hashes)) if terms is not None else set()
+        self._up_to = terms.last_row() if terms is not None else 0  # contents indexed after the listing stay
+        self._batch: list[tuple[str, str]] = []
+
+    def held(self, file: VaultFile) -> bool:
+        return file.content_hash in self._held
+
+    def add(self, entry: Indexed) -> None:
+        if self.terms is not None and entry.key not in self._held:
+            self._held.add(entry.key)
+            self._batch.append((entry.key, entry.folded))
+            if len(self._batch) >= ADD_EVERY:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.terms is not None and self._batch:
+            self.terms.add(self._batch)
+        self._batch = []
+
+    def prune(self, listing: list[VaultFile]) -> None:
+        """Drop the contents no note of the whole ``listing`` has (once they are many)."""
+        if self.terms is not None:
+            self.terms.prune({file.content_hash for file in listing if file.content_hash}, self._up_to)
 
 
 #: The share of the cache's bound a vault's notes may take and still fit: the index on disk counts in it too.

@@ -29,10 +29,9 @@ from teamvault_mcp.text.search import (
     Indexed,
     Matcher,
     TimeUp,
-    close_words,
     rank,
-    vocabulary,
 )
+from teamvault_mcp.text.terms import close_words, vocabulary
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput
 from teamvault_mcp.tools.gathering import Gathered, Texts, gather, gc_paused, term_index
@@ -63,16 +62,7 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         raise ToolInputError(f"The regex is refused: {error}.") from None
     if matcher.empty:
         raise ToolInputError("The query has nothing to search for; give at least one word.")
-    prefix = folder_prefix(args.get("prefix"))
-    with gc_paused():  # a listing is thousands of objects at once
-        listing = ctx.kept_listings.files(ctx.client, project_id, prefix)
-        files = [file for file in listing if file.file_type == "TEXT"]
-    terms = term_index(ctx, project_id) if mode != "regex" else None  # a regex reads every note
-    on_disk, unindexed = split(terms, files) if terms is not None else (None, files)
-    gathered = gather(ctx, project_id, unindexed, listing=listing, scope=prefix)
-    if terms is not None:
-        index_gathered(ctx, terms, gathered)
-    texts = Texts(ctx, project_id, gathered, listed_files(ctx, listing) if on_disk is not None else None)
+    files, gathered, on_disk, texts = _searched_notes(ctx, project_id, mode, folder_prefix(args.get("prefix")))
     with gc_paused():  # tens of thousands of short-lived objects; no full collection in between, please
         scored = _score(ctx, matcher, gathered, mode, texts, on_disk)
         corrected = _corrected(ctx, matcher, gathered, scored, texts, on_disk) if not scored.candidates else None
@@ -134,6 +124,22 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     if any(hit.toc_path for hit in shown) and ctx.tools.has("read_note"):
         answer.notice("read_note(path, section=...) reads a hit's section.")
     return answer.output()
+
+
+def _searched_notes(
+    ctx: ToolContext, project_id: str, mode: str, prefix: str | None
+) -> tuple[list[VaultFile], Gathered, OnDisk | None, Texts]:
+    """The notes to search: all of them, those counted on disk (none for a regex, which reads every note), the
+    others gathered (and then given to the index on disk), and where the texts to show come from."""
+    with gc_paused():  # a listing is thousands of objects at once
+        listing = ctx.kept_listings.files(ctx.client, project_id, prefix)
+        files = [file for file in listing if file.file_type == "TEXT"]
+    terms = term_index(ctx, project_id) if mode != "regex" else None
+    on_disk, unindexed = split(terms, files) if terms is not None else (None, files)
+    gathered = gather(ctx, project_id, unindexed, listing=listing, scope=prefix)
+    if terms is not None:
+        index_gathered(ctx, terms, gathered)
+    return files, gathered, on_disk, Texts(ctx, project_id, gathered, listed_files(ctx, listing) if terms else None)
 
 
 @dataclass

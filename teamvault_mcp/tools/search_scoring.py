@@ -17,14 +17,11 @@ from teamvault_mcp.text.deadlines import Deadline
 from teamvault_mcp.text.search import Matcher, folded_path_of
 from teamvault_mcp.text.terms import Term
 from teamvault_mcp.tools.context import ToolContext
-from teamvault_mcp.tools.gathering import READ_RESERVE_SECONDS, Gathered, Texts, out_of_time
+from teamvault_mcp.tools.gathering import ADD_EVERY, READ_RESERVE_SECONDS, Gathered, Texts, out_of_time
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.records import VaultFile
     from teamvault_mcp.vault.terms_db import IndexedText, TermIndex
-
-#: Notes given to the index on disk in one transaction, by a search that gathered them.
-ADD_EVERY = 500
 
 
 @dataclass

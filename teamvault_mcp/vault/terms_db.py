@@ -16,20 +16,21 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import NamedTuple, Protocol
 
 from teamvault_mcp.text.terms import WORD, words_of_text
 
-if TYPE_CHECKING:
-    from teamvault_mcp.vault.index_db import IndexStore
-
 SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, chars INTEGER NOT NULL,"
-    " kept INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL UNIQUE,"
+    " chars INTEGER NOT NULL, kept INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE)",
     "CREATE TABLE IF NOT EXISTS postings (word INTEGER NOT NULL, text INTEGER NOT NULL, count INTEGER NOT NULL,"
     " PRIMARY KEY (word, text)) WITHOUT ROWID",
+    # how many prunes the file has seen: a process whose map of contents is older reads it again
+    "CREATE TABLE IF NOT EXISTS prunes (id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO prunes (id, count) VALUES (1, 0)",
 )
 #: With FTS5: the words by trigram, kept in step with ``words`` (words are never deleted).
 FTS_SCHEMA: tuple[str, ...] = (
@@ -51,14 +52,26 @@ class IndexedText(NamedTuple):
     kept: bool
 
 
+class Store(Protocol):
+    """What the index needs of its file (``index_db.IndexStore``)."""
+
+    generation: int  # which file the connection is on (counted up each time it is made again)
+    has_fts: bool
+
+    def session(self) -> AbstractContextManager[sqlite3.Connection | None]: ...
+
+    def transaction(self, connection: sqlite3.Connection) -> AbstractContextManager[None]: ...
+
+
 class TermIndex:
     """The words of one project's contents (see the module docstring); thread-safe, through its store."""
 
-    def __init__(self, store: IndexStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         self._lock = threading.Lock()
         self._texts: dict[str, IndexedText] | None = None
         self._generation = -1  # the store's file this map was read from
+        self._prunes = -1  # and the prunes it had seen
 
     def texts(self, hashes: Collection[str]) -> dict[str, IndexedText]:
         """Those of ``hashes`` in the index."""
@@ -121,8 +134,9 @@ class TermIndex:
                     found[text] = found.get(text, 0) + count * times
         return found
 
-    def holders(self, words: Iterable[str], within: Collection[int]) -> dict[str, int]:
-        """How many of the contents ``within`` hold each of ``words`` (whole words), for close words."""
+    def holders(self, words: Iterable[str], within: Mapping[int, int]) -> dict[str, int]:
+        """How many notes hold each of ``words`` (whole words), for close words: ``within`` gives the notes of
+        each content, by row; a word no note of those holds is left out."""
         counts: dict[str, int] = {}
         with self._store.session() as connection:
             if connection is None:
@@ -131,7 +145,9 @@ class TermIndex:
                 row = connection.execute("SELECT id FROM words WHERE word = ?", (word,)).fetchone()
                 if row is not None:
                     texts = connection.execute("SELECT text FROM postings WHERE word = ?", (row[0],))
-                    counts[word] = sum(1 for (text,) in texts if text in within)
+                    notes = sum(within.get(text, 0) for (text,) in texts)
+                    if notes:
+                        counts[word] = notes
         return counts
 
     def vocabulary(self) -> list[str]:
@@ -141,14 +157,26 @@ class TermIndex:
                 return []
             return [word for (word,) in connection.execute("SELECT word FROM words")]
 
-    def prune(self, live: Collection[str]) -> int:
-        """Drop the contents not in ``live`` (the hashes of the project's whole listing) once they are more than
-        :data:`PRUNE_SHARE` of the index; how many were dropped."""
+    def last_row(self) -> int:
+        """The newest content's row: a prune after a listing spares every content added since (:meth:`prune`)."""
+        with self._store.session() as connection:
+            if connection is None:
+                return 0
+            return int(connection.execute("SELECT coalesce(max(id), 0) FROM texts").fetchone()[0])
+
+    def prune(self, live: Collection[str], up_to: int) -> int:
+        """Drop the contents not in ``live`` (the hashes of the project's whole listing) and not newer than row
+        ``up_to`` (read before that listing: another process may have indexed a newer note since), once they are
+        more than :data:`PRUNE_SHARE` of the index; how many were dropped."""
         with self._store.session() as connection:
             if connection is None:
                 return 0
             known = self._map(connection)
-            dead = [(content_hash, text) for content_hash, text in known.items() if content_hash not in live]
+            dead = [
+                (content_hash, text)
+                for content_hash, text in known.items()
+                if content_hash not in live and text.id <= up_to
+            ]
             if not dead or len(dead) <= PRUNE_SHARE * len(known):
                 return 0
             with self._store.transaction(connection):
@@ -158,13 +186,15 @@ class TermIndex:
                 connection.execute("DELETE FROM postings WHERE text IN (SELECT id FROM dead)")
                 connection.execute("DELETE FROM texts WHERE id IN (SELECT id FROM dead)")
                 connection.execute("DELETE FROM dead")
-            for content_hash, _ in dead:
-                known.pop(content_hash, None)
+                connection.execute("UPDATE prunes SET count = count + 1")
+            with self._lock:
+                self._texts = None  # read again, with the new count of prunes
             return len(dead)
 
     def _map(self, connection: sqlite3.Connection) -> dict[str, IndexedText]:
+        prunes = int(connection.execute("SELECT count FROM prunes").fetchone()[0])
         with self._lock:
-            if self._texts is None or self._generation != self._store.generation:
+            if self._texts is None or self._generation != self._store.generation or self._prunes != prunes:
                 self._texts = {
                     content_hash: IndexedText(text_id, chars, bool(kept))
                     for content_hash, text_id, chars, kept in connection.execute(
@@ -172,6 +202,7 @@ class TermIndex:
                     )
                 }
                 self._generation = self._store.generation
+                self._prunes = prunes
             return self._texts
 
     def _words_holding(self, connection: sqlite3.Connection, term: str) -> list[tuple[int, str]]:
