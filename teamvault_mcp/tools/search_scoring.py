@@ -9,6 +9,7 @@ words the index does not keep (too many) is counted in its text. Each count is t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -46,19 +47,20 @@ def split(terms: TermIndex, files: list[VaultFile]) -> tuple[OnDisk, list[VaultF
     return OnDisk(terms, on_disk), rest
 
 
+#: Seconds a search spends giving the index the notes it gathered: those of a few edits at once; a vault not
+#: indexed yet is the warm-up's work (the search counts the rest in memory, as it has them).
+INDEX_SECONDS = 1.0
+
+
 def index_gathered(ctx: ToolContext, terms: TermIndex, gathered: Gathered) -> None:
     """Give the index the notes this search gathered (new or changed since it last saw them), a batch at a time
-    while the call has time for it; the next search counts them on disk."""
-    batch: list[tuple[str, str]] = []
-    for _, entry in gathered.ready:
-        batch.append((entry.key, entry.folded))
-        if len(batch) >= ADD_EVERY:
-            if out_of_time(ctx, READ_RESERVE_SECONDS):
-                return
-            terms.add(batch)
-            batch = []
-    if batch and not out_of_time(ctx, READ_RESERVE_SECONDS):
-        terms.add(batch)
+    for up to :data:`INDEX_SECONDS` while the call has time; the next search counts them on disk."""
+    began = time.monotonic()  # the machine's clock: how much work, not how long the call may take
+    ready = gathered.ready
+    for start in range(0, len(ready), ADD_EVERY):
+        if out_of_time(ctx, READ_RESERVE_SECONDS) or time.monotonic() - began > INDEX_SECONDS:
+            return
+        terms.add([(entry.key, entry.folded) for _, entry in ready[start : start + ADD_EVERY]])
 
 
 @dataclass
