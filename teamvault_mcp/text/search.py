@@ -30,7 +30,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from teamvault_mcp.text import frontmatter
@@ -455,7 +455,7 @@ class BM25:
         self.weights = [math.log(1 + (notes - held + 0.5) / (held + 0.5)) for held in holding]
         self.average_chars = max(average_chars, 1.0)
 
-    def score(self, counts: list[int], note_chars: int) -> float:
+    def score(self, counts: Sequence[int], note_chars: int) -> float:
         norm = self.K1 * (1 - self.B + self.B * note_chars / self.average_chars)
         return sum(w * c * (self.K1 + 1) / (c + norm) for w, c in zip(self.weights, counts, strict=True))
 

@@ -205,10 +205,15 @@ def _fetch(
     )
     # The end is always told: notes others fetched may all have landed before this call's threads first looked.
     progress(sum(1 for file in missing if key_of(file) in settled), len(missing))
+    read_back = 0
     for file in missing:
         content_hash = settled.get(key_of(file))
         entry = index.get(content_hash) if content_hash else None
         if entry is None and content_hash and cache is not None:  # pushed out of a full index meanwhile
+            read_back += 1
+            if read_back % LOOK_EVERY == 0 and out_of_time(ctx, READ_RESERVE_SECONDS):  # each a read, a fold
+                stopped = stopped or "the call's time budget ran out"
+                break
             entry = known(file._replace(content_hash=content_hash), index, cache)
         if entry is not None:
             gathered.ready.append((file, entry))

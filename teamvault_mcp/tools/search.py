@@ -8,10 +8,11 @@ has, marked partial, saying how many notes it did not search.
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,11 +66,11 @@ def search_notes(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     files, gathered, on_disk, texts = _searched_notes(ctx, project_id, mode, folder_prefix(args.get("prefix")))
     with gc_paused():  # tens of thousands of short-lived objects; no full collection in between, please
         scored = _score(ctx, matcher, gathered, mode, texts, on_disk)
-        corrected = _corrected(ctx, matcher, gathered, scored, texts, on_disk) if not scored.candidates else None
+        corrected = _corrected(ctx, matcher, gathered, scored, texts, on_disk) if not scored.total else None
         if corrected is not None:
             matcher, scored = corrected
-        shown, notes_shown = rank(scored.candidates, matcher, limit, texts.of_candidate)
-    total_notes = len(scored.candidates)
+        shown, notes_shown = rank(scored.best_first(), matcher, limit, texts.of_candidate, ordered=True)
+    total_notes = scored.total
     slow_lines = sum(matcher.slow_lines.values())
     answer = Answer(
         query=args["query"],
@@ -135,7 +136,8 @@ def _searched_notes(
         listing = ctx.kept_listings.files(ctx.client, project_id, prefix)
         files = [file for file in listing if file.file_type == "TEXT"]
     terms = term_index(ctx, project_id) if mode != "regex" else None
-    on_disk, unindexed = split(terms, files) if terms is not None else (None, files)
+    with gc_paused():  # 100,000 pairs: a full collection here would walk the whole heap for nothing
+        on_disk, unindexed = split(terms, files) if terms is not None else (None, files)
     gathered = gather(ctx, project_id, unindexed, listing=listing, scope=prefix)
     if terms is not None:
         index_gathered(ctx, terms, gathered)
@@ -144,13 +146,28 @@ def _searched_notes(
 
 @dataclass
 class Scored:
-    """What matching found: the notes that match, how many were searched, how many hold each term, and (for a
-    corrected query) which query words were replaced by which."""
+    """What matching found: the notes that match (those counted on disk as a score and a path only: 100,000 of
+    them are ranked, and only those looked at become candidates), how many were searched, how many hold each term,
+    and (for a corrected query) which query words were replaced by which."""
 
     candidates: list[Candidate]
     searched: int
     holding: list[int]
     replaced: dict[str, str] = field(default_factory=dict)
+    on_disk: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.candidates) + len(self.on_disk)
+
+    def best_first(self) -> Iterator[Candidate]:
+        """Every matching note, best score first, then by path (a note is in memory or on disk, never both)."""
+        heap = [(-candidate.score, candidate.path, -1 - number) for number, candidate in enumerate(self.candidates)]
+        heap += [(-score, path, number) for number, (score, path) in enumerate(self.on_disk)]
+        heapq.heapify(heap)
+        while heap:
+            score, path, number = heapq.heappop(heap)
+            yield self.candidates[-1 - number] if number < 0 else Candidate(path, None, -score)
 
 
 #: Seconds a search that found nothing may spend collecting the vault's words, for close words.
@@ -194,7 +211,7 @@ def _corrected(
         replaced[word] = close[0][0]
     fixed = Matcher(" ".join(replaced.get(word, word) for word in matcher.words), "text")
     again = _score(ctx, fixed, gathered, "text", texts, on_disk)
-    if not again.candidates:
+    if not again.total:
         return None
     again.replaced = replaced
     return fixed, again
@@ -292,17 +309,13 @@ def _score(
         if on_disk_counted.not_searched:
             gathered.not_searched += on_disk_counted.not_searched
             gathered.why_partial = gathered.why_partial or _why_stopped(ctx, mode)
-    if counted or (on_disk_counted is not None and on_disk_counted.matching):
-        ranking = BM25(searched, holding, chars / max(searched, 1))
-        candidates += [
-            Candidate(file.path, entry, ranking.score(counts, len(entry.folded))) for file, entry, counts in counted
-        ]
-        if on_disk_counted is not None:
-            candidates += [
-                Candidate(file.path, None, ranking.score(counts, length))
-                for file, length, counts in on_disk_counted.matching
-            ]
-    return Scored(candidates, searched, holding)
+    ranking = BM25(searched, holding, chars / max(searched, 1))
+    candidates += [
+        Candidate(file.path, entry, ranking.score(counts, len(entry.folded))) for file, entry, counts in counted
+    ]
+    scores = [] if on_disk_counted is None else on_disk_counted.matching
+    on_disk_scores = [(ranking.score(counts, length), file.path) for file, length, counts in scores]
+    return Scored(candidates, searched, holding, on_disk=on_disk_scores)
 
 
 def _slow_lines_notice(slow: dict[str, int]) -> str:

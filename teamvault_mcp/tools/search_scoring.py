@@ -68,7 +68,7 @@ class Counted:
     """What counting on disk found: the notes holding every term with their counts, how many notes hold each
     term, and the notes counted (with their folded length, for the average)."""
 
-    matching: list[tuple[VaultFile, int, list[int]]]  # file, folded length, count of each term
+    matching: list[tuple[VaultFile, int, tuple[int, ...]]]  # file, folded length, count of each term
     holding: list[int]
     searched: int
     chars: int
@@ -81,20 +81,24 @@ def count_on_disk(
     """Every term's count in every note on disk (its path's words included, as ``Matcher.counts`` does)."""
     notes = on_disk.notes
     unreadable: set[int] = set()  # rows whose text a checked term needed and could not be had (or time ran out)
+    paths = [folded_path_of(file.path) for file, _ in notes]
     columns: list[list[int]] = []
     for term in matcher.terms:
         found = _occurrences(ctx, Term.of(term), on_disk, texts, deadline, unreadable)
-        columns.append([found.get(text.id, 0) + (term in folded_path_of(file.path)) for file, text in notes])
-    kept = [number for number, (_, text) in enumerate(notes) if text.id not in unreadable]
-    holding = [sum(1 for number in kept if column[number]) for column in columns]
-    matching = []
-    for number in kept:
-        counts = [column[number] for column in columns]
-        if all(counts):
-            file, text = notes[number]
-            matching.append((file, text.chars, counts))
-    chars = sum(notes[number][1].chars for number in kept)
-    return Counted(matching, holding, len(kept), chars, len(notes) - len(kept))
+        column = [found.get(text.id, 0) for _, text in notes]
+        columns.append([times + (term in path) for times, path in zip(column, paths, strict=True)])
+    if unreadable:  # left out of the search, and said (partial)
+        keep = [text.id not in unreadable for _, text in notes]
+        columns = [[times for times, kept in zip(column, keep, strict=True) if kept] for column in columns]
+        notes = [note for note, kept in zip(notes, keep, strict=True) if kept]
+    holding = [len(column) - column.count(0) for column in columns]
+    matching = [
+        (notes[number][0], notes[number][1].chars, counts)
+        for number, counts in enumerate(zip(*columns, strict=True))
+        if all(counts)
+    ]
+    chars = sum(text.chars for _, text in notes)
+    return Counted(matching, holding, len(notes), chars, len(on_disk.notes) - len(notes))
 
 
 def _occurrences(
