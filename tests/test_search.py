@@ -283,3 +283,11 @@ def test_find_paths_ranks_the_note_asked_for_first(query: str, first: str) -> No
 
 def test_find_paths_returns_nothing_for_nothing_alike() -> None:
     assert find_paths("zzzzqqq", PATHS, limit=5) == []
+
+
+def test_scoring_many_notes_at_once_gives_the_very_floats_of_one_at_a_time() -> None:
+    rng = random.Random(29)
+    for terms in (1, 2, 3, 5):
+        ranking = BM25(rng.randint(1, 10**5), [rng.randint(0, 1000) for _ in range(terms)], rng.uniform(10, 9000))
+        rows = [([rng.randint(1, 60) for _ in range(terms)], rng.randint(0, 10**6)) for _ in range(500)]
+        assert ranking.scores(rows) == [ranking.score(counts, chars) for counts, chars in rows]

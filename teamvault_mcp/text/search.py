@@ -459,6 +459,20 @@ class BM25:
         norm = self.K1 * (1 - self.B + self.B * note_chars / self.average_chars)
         return sum(w * c * (self.K1 + 1) / (c + norm) for w, c in zip(self.weights, counts, strict=True))
 
+    def scores(self, rows: Iterable[tuple[Sequence[int], int]]) -> list[float]:
+        """:meth:`score` of each (counts, note_chars), the same floats, at a fraction of the cost (100,000 notes
+        matching a search are scored in one go: the same operations in the same order, without a call each)."""
+        k1, b, average, weights = self.K1, self.B, self.average_chars, self.weights
+        k1_plus = k1 + 1
+        found = []
+        for counts, note_chars in rows:
+            norm = k1 * (1 - b + b * note_chars / average)
+            total = 0.0
+            for w, c in zip(weights, counts, strict=True):
+                total += w * c * k1_plus / (c + norm)
+            found.append(total)
+        return found
+
 
 def rank(
     candidates: Iterable[Candidate],

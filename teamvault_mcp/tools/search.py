@@ -313,8 +313,9 @@ def _score(
     candidates += [
         Candidate(file.path, entry, ranking.score(counts, len(entry.folded))) for file, entry, counts in counted
     ]
-    scores = [] if on_disk_counted is None else on_disk_counted.matching
-    on_disk_scores = [(ranking.score(counts, length), file.path) for file, length, counts in scores]
+    matching = [] if on_disk_counted is None else on_disk_counted.matching
+    scores = ranking.scores((counts, length) for _, length, counts in matching)
+    on_disk_scores = [(score, file.path) for score, (file, _, _) in zip(scores, matching, strict=True)]
     return Scored(candidates, searched, holding, on_disk=on_disk_scores)
 
 
