@@ -134,6 +134,28 @@ def test_a_connection_of_a_cancelled_attempt_never_goes_back_to_the_pool() -> No
         assert server.accepted == 2  # /hang used the pooled connection; after the cancel, a new one
 
 
+def _open_idle(pool: HttpPool) -> list[Any]:
+    """The idle connections of ``pool`` that still hold a socket."""
+    manager = pool.adapter.poolmanager
+    keys = manager.pools.keys()  # a RecentlyUsedContainer: it cannot be iterated itself
+    pools = [manager.pools[key] for key in keys]
+    return [c for p in pools if p.pool is not None for c in list(p.pool.queue) if c is not None and c.sock is not None]
+
+
+def test_a_request_or_a_connect_after_the_pool_closed_leaves_no_connection_open() -> None:
+    """The server is going away while a warm-up still sends (it stops at its next step): what that step opens
+    is closed as it ends, not left for the garbage collector (a ResourceWarning, and a socket held meanwhile)."""
+    with loopback_server() as server:
+        server.route("GET", "/ok", json_answer(200, {"ok": True}))
+        pool = HttpPool(server.url)
+        pool.close()
+        answer = HttpSession(CancelToken(), pool).send("GET", server.url + "/ok", api_path="/ok", limit=5, headers={})
+        assert answer.status == 200
+        assert _open_idle(pool) == []
+        assert pool.connect_ahead(2) == 2
+        assert _open_idle(pool) == []
+
+
 class SocketConnection:
     """Just what AttemptGuard needs of a connection: its socket."""
 

@@ -179,6 +179,9 @@ class HttpPool:
         self.proxies, self.verify = environment_settings(base_url)
         self.adapter = _CancellableAdapter(pool_connections=2, pool_maxsize=POOL_SIZE)
         self._connecting = threading.Event()
+        #: Set by :meth:`close`; a request or connect still under way then closes what it opened.
+        self._closed = False
+        self._closing = threading.Lock()
         if not connecting_ahead:
             self._connecting.set()  # set: no connect_ahead under way
         _open_pools.add(self)
@@ -217,8 +220,12 @@ class HttpPool:
                 thread.start()
             for thread in threads:
                 thread.join()
-            for pool, connection in opened:  # idle in the pool, as if a request had just used them
-                pool._put_conn(connection)
+            with self._closing:
+                for pool, connection in opened:  # idle in the pool, as if a request had just used them
+                    if self._closed:  # the server went away meanwhile
+                        connection.close()
+                    else:
+                        pool._put_conn(connection)
         finally:
             self._connecting.set()
         return len(opened)
@@ -236,8 +243,16 @@ class HttpPool:
         self.adapter.poolmanager.clear()
 
     def close(self) -> None:
+        with self._closing:
+            self._closed = True
         self.adapter.close()
         _open_pools.discard(self)
+
+    def closed_after(self) -> None:
+        """Called as a request ends: if the pool was closed while it ran, close what that request left idle (a
+        request sent after :meth:`close` makes a fresh connection pool that nothing else would close)."""
+        if self._closed:
+            self.adapter.poolmanager.clear()
 
 
 _open_pools: weakref.WeakSet[HttpPool] = weakref.WeakSet()
@@ -312,6 +327,7 @@ class HttpSession:
             attempt.finish()
             _running.attempt = None
             self._token.detach(attempt)
+            self._pool.closed_after()
 
     def _translate(
         self,
