@@ -95,6 +95,21 @@ def test_a_tool_call_over_stdio_with_debug_logging_never_shows_the_key() -> None
     assert code == 0
 
 
+def test_a_third_party_loggers_warning_never_shows_the_key() -> None:
+    """Our logger and the root one (urllib3's, the SDK's warnings) both leave with the key replaced."""
+    code = (
+        "import logging, sys; from teamvault_mcp.commands.shared import configure_logging; "
+        "configure_logging('info', sys.argv[1]); "
+        "logging.getLogger('urllib3.connectionpool').warning('sent X-API-Key: %s', sys.argv[1]); "
+        "logging.getLogger('teamvault_mcp.x').warning('ours: %s', sys.argv[1])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, API_KEY], env=child_env(), capture_output=True, text=True, timeout=20
+    )
+    assert "sent X-API-Key:" in result.stderr and "ours:" in result.stderr, result.stderr
+    assert API_KEY not in result.stderr
+
+
 def test_start_up_imports_neither_requests_nor_yaml_nor_regex() -> None:
     # The first request, initialize, needs no HTTP client, YAML parser or regex engine: the first tool call that
     # needs one loads it. What serve imports to answer initialize and tools/list (the whole tool table) is held here.

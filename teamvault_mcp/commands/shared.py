@@ -61,4 +61,8 @@ def configure_logging(level: str, api_key: str | None = None, token: str | None 
     ours.addHandler(handler)
     ours.propagate = False
     # Third-party loggers stay at warning: the SDK's debug output would carry note content.
+    root = logging.getLogger()
+    before = set(root.handlers)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format=f"{PROG} %(levelname)s %(name)s: %(message)s")
+    for made in set(root.handlers) - before:  # a library's warning may echo a header, the key's among them
+        made.addFilter(RedactingFilter(api_key))
