@@ -1,4 +1,4 @@
-"""What the link, tag, task and property tools know of each note, kept between calls. Pure, thread-safe.
+"""What the link, tag, task and property tools know of each note, kept between calls. Thread-safe.
 
 - :class:`NoteFacts`: one content's links, tags, tasks and front matter fields, each part
   parsed the first time a tool needs it (``links.py``, ``tags.py``, ``tasks.py``, the front
@@ -12,11 +12,12 @@
   what memory lacks, and given what was parsed, as compact JSON (:func:`encode_part`,
   :func:`decode_part`; :data:`FACTS_VERSION` names the format and the parsers' rules).
 - :class:`LinkGraph`: every note's links resolved against the vault's paths
-  (:class:`~teamvault_mcp.text.resolution.VaultPaths`), with the backlinks of each file. The next
-  graph reuses a note's resolved links while its content is unchanged; a new, moved or deleted
-  file can change where a link to its name resolves, so then the notes with such a link are
+  (:class:`~teamvault_mcp.text.resolution.VaultPaths`), with the backlinks of each file: a view
+  of the project's link table (``linkdb.py``: in the store, so a restart resolves nothing). A
+  note's resolved links are kept while its content is unchanged; a new, moved or deleted file
+  can change where a link to its name resolves, so then the notes with such a link are
   resolved again, and only those (:func:`~teamvault_mcp.text.resolution.name_key`).
-- :class:`NoteIndex`: the facts, and the last graph of each project, for a server's calls.
+- :class:`NoteIndex`: the facts, each project's paths and links, and the last graph of each, for a server's calls.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol, TypeVar
 
+from teamvault_mcp.text.linkdb import LinkFact as LinkFact  # re-exported: what the index says a link is
+from teamvault_mcp.text.linkdb import LinksUnavailable, LinkTable, MemoryLinks
 from teamvault_mcp.text.links import Link, parse_links
 from teamvault_mcp.text.prose import NoteText
-from teamvault_mcp.text.resolution import VaultPaths, name_key, names_of
+from teamvault_mcp.text.resolution import VaultPaths
 from teamvault_mcp.text.tags import NoteTags, Tag, note_tags
 from teamvault_mcp.text.tally import Tallies
 from teamvault_mcp.text.tasks import Task, note_tasks
@@ -51,20 +54,7 @@ GRAPHS_KEPT = 4
 #: Notes resolved between two looks at whether the call must stop (:meth:`NoteIndex.graph`).
 STOP_EVERY = 200
 
-
-class LinkFact(NamedTuple):
-    """A link as the index keeps it: what resolution needs, and what an answer shows."""
-
-    target: str  # the path part, decoded; "" for a heading of the note itself
-    markdown: bool  # [text](path) rather than [[path]]: resolved relative to the note first
-    line: int  # 1-based
-    raw: str  # the link as written (a front matter link: its value)
-    column: int  # 1-based, where raw starts on its line
-
-    @classmethod
-    def of(cls, link: Link) -> LinkFact:
-        # Names and targets repeat across a vault (everyone links [[Ada]]): one string each.
-        return cls(sys.intern(link.target), link.syntax == "markdown", link.line, sys.intern(link.raw), link.column)
+T = TypeVar("T")
 
 
 class NoteFacts:
@@ -95,7 +85,7 @@ class NoteFacts:
             self.front_matter = (note.fields, note.front_matter_problem)
             added += self._weight("fields")
         if "links" in parts and self.links is None:
-            self.links = tuple(LinkFact.of(link) for link in parse_links(note))
+            self.links = tuple(_link_fact(link) for link in parse_links(note))
             added += self._weight("links")
         if "tags" in parts and self.tags is None:
             self.tags = note_tags(note)
@@ -148,6 +138,11 @@ class NoteFacts:
         return _weight_of(self.front_matter[0]) if self.front_matter is not None else 0
 
 
+def _link_fact(link: Link) -> LinkFact:
+    # Names and targets repeat across a vault (everyone links [[Ada]]): one string each.
+    return LinkFact(sys.intern(link.target), link.syntax == "markdown", link.line, sys.intern(link.raw), link.column)
+
+
 def encode_part(facts: NoteFacts, part: str) -> str:
     """One parsed part of ``facts`` as compact JSON (ASCII: a lone surrogate survives the trip)."""
     value: Any
@@ -182,7 +177,9 @@ def decode_part(part: str, value: str) -> Any:
 
 
 class FactsStore(Protocol):
-    """Facts kept below the memory, for one project (``vault/index_db.py``'s ``IndexStore``)."""
+    """Facts kept below the memory, for one project (``vault/index_db.py``'s ``IndexStore``), and its links."""
+
+    links: LinkTable
 
     def load(self, hashes: Collection[str], parts: Collection[str]) -> dict[str, dict[str, str]]:
         """hash → part → JSON, of what is kept of these contents and parts."""
@@ -324,125 +321,68 @@ class AmbiguousLink:
     others: tuple[str, ...]
 
 
-#: A note's broken and ambiguous links, found as its links are resolved (only notes with some are kept).
-Flagged = tuple[tuple[BrokenLink, ...], tuple[AmbiguousLink, ...]]
-
-
 class LinkGraph:
-    """The notes' links resolved against one set of vault paths.
+    """The links of the notes at the paths ``notes`` resolved against ``vault``: a view of the project's link table
+    (``linkdb.py``), so that a graph of 100,000 notes holds their paths, not their 1.5 million links."""
 
-    ``notes`` maps each Markdown note read to (its content hash, its links, where each resolves:
-    a path, or None when it resolves to no file); ``flagged``: the broken and ambiguous links of those
-    of them that have some.
-    """
-
-    def __init__(self, vault: VaultPaths, notes: dict[str, Resolved], flagged: dict[str, Flagged]) -> None:
+    def __init__(self, vault: VaultPaths, table: LinkTable, notes: frozenset[str]) -> None:
         self.vault = vault
+        self._table = table
         self.notes = notes
-        self._flagged = flagged
+
+    def __len__(self) -> int:
+        return len(self.notes)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.notes
 
     def outgoing(self, path: str) -> list[tuple[LinkFact, str | None]]:
         """The links of the note at ``path``, in order, each with the file it resolves to."""
-        found = self.notes.get(path)
-        return list(zip(found[1], found[2], strict=True)) if found is not None else []
+        return self._table.outgoing(path) if path in self.notes else []
 
     def incoming(self, path: str) -> list[Backlink]:
         """The links in other notes that resolve to ``path``, by source path and line."""
-        found = []
-        for source in self._sources.get(path, ()):
-            _, links, targets = self.notes[source]
-            found += [Backlink(source, link) for link, target in zip(links, targets, strict=True) if target == path]
-        return found
-
-    @cached_property
-    def _sources(self) -> dict[str, list[str]]:
-        """By file, the notes with a link to it, by path: a path per note, not an object per link (a vault of
-        100,000 notes has 1.5 million links)."""
-        found: dict[str, list[str]] = {}
-        for source in sorted(self.notes):
-            _, _, targets = self.notes[source]
-            for target in dict.fromkeys(targets):
-                if target is not None and target != source:
-                    found.setdefault(target, []).append(source)
-        return found
+        return [Backlink(source, link) for source, link, _ in self._table.incoming(path) if source in self.notes]
 
     def broken(self) -> list[BrokenLink]:
         """The links of the graph's notes that resolve to no file, by note and line."""
-        return [item for source in self._flagged_sources for item in self._flagged[source][0]]
+        return [BrokenLink(source, link) for source, link, _ in self._table.broken() if source in self.notes]
 
     def ambiguous(self) -> list[AmbiguousLink]:
         """The links of the graph's notes that resolve to one of several files of their name, by note and line."""
-        return [item for source in self._flagged_sources for item in self._flagged[source][1]]
+        found = []
+        for source, link, target in self._table.ambiguous():
+            if source in self.notes and target is not None:
+                others = self.vault.alternatives(link.target, source, markdown=link.markdown)
+                found.append(AmbiguousLink(source, link, target, tuple(others)))
+        return found
+
+    def named(self, names: Collection[str]) -> list[tuple[str, LinkFact, str | None]]:
+        """The links of the graph's notes whose target's last segment is one of ``names``
+        (:func:`~teamvault_mcp.text.resolution.name_key`), with where each resolves, by note and line."""
+        return [row for row in self._table.named(names) if row[0] in self.notes]
 
     @cached_property
-    def _flagged_sources(self) -> list[str]:
-        """The notes with a broken or ambiguous link, by path: the few to look at, not every note of the vault."""
-        return sorted(self._flagged)
+    def link_counts(self) -> dict[str, int]:
+        """How many links the index keeps of each of the graph's notes."""
+        return {path: count for path, (_, count) in self._table.hashes().items() if path in self.notes}
 
 
-def flagged_links(vault: VaultPaths, source: str, links: Sequence[LinkFact], targets: Sequence[str | None]) -> Flagged:
-    """The links of the note at ``source`` that resolve to no file, and those that name a file several share."""
-    broken: list[BrokenLink] = []
-    ambiguous: list[AmbiguousLink] = []
-    for link, target in zip(links, targets, strict=True):
-        if target is None:
-            broken.append(BrokenLink(source, link))
-            continue
-        others = vault.alternatives(link.target, source, markdown=link.markdown)
-        if others:
-            ambiguous.append(AmbiguousLink(source, link, target, tuple(others)))
-    return tuple(broken), tuple(ambiguous)
+class _ProjectLinks:
+    """A project's paths indexed for resolution, its link table, and the last whole graph made of them."""
 
-
-Resolved = tuple[str, tuple[LinkFact, ...], tuple[str | None, ...]]  # (content hash, links, where each resolves)
-
-
-class _Resolutions:
-    """One project's links resolved against one set of its paths: by note, and the last graph made of them.
-
-    ``names``: by note, the :func:`~teamvault_mcp.text.resolution.name_key` of each of its links' targets, so that
-    when files come or go only the notes linking to a name they have are resolved again (:meth:`changed`).
-    """
-
-    def __init__(self, vault: VaultPaths) -> None:
+    def __init__(self, vault: VaultPaths, table: LinkTable) -> None:
         self.vault = vault
-        self.by_path: dict[str, Resolved] = {}
-        self.names: dict[str, frozenset[str | None]] = {}
-        self.flagged: dict[str, Flagged] = {}
+        self.table = table
         self.last: LinkGraph | None = None
-
-    def resolve(self, path: str, content_hash: str, links: tuple[LinkFact, ...]) -> Resolved:
-        """The note's links resolved, kept with their names and the broken and ambiguous ones among them."""
-        targets = tuple(self.vault.resolve(link.target, path, markdown=link.markdown) for link in links)
-        resolved = self.by_path[path] = (content_hash, links, targets)
-        self.names[path] = frozenset(name_key(link.target) for link in links)
-        flagged = flagged_links(self.vault, path, links, targets)
-        if flagged[0] or flagged[1]:
-            self.flagged[path] = flagged
-        else:
-            self.flagged.pop(path, None)
-        return resolved
-
-    def changed(self, all_paths: frozenset[str]) -> _Resolutions:
-        """These resolutions for the vault's new ``all_paths``: a note keeps its resolved links unless one of
-        them names a file that came or went (or ends in ``.``, ``..`` or ``/``: anything may change it)."""
-        after = _Resolutions(self.vault.changed(all_paths))
-        touched: set[str | None] = {None, *names_of(self.vault.paths ^ all_paths)}  # None: a target of any name
-        for path, resolved in self.by_path.items():
-            names = self.names[path]
-            if path in all_paths and names.isdisjoint(touched):
-                after.by_path[path] = resolved
-                after.names[path] = names
-                if path in self.flagged:
-                    after.flagged[path] = self.flagged[path]
-        return after
 
 
 class NoteIndex:
     """The facts of every content seen, and each project's resolved links; shared by all calls.
 
-    Besides the facts (bounded by :class:`FactsIndex`), each of the last :data:`GRAPHS_KEPT`
-    projects keeps the resolved links of its notes as last read (at most one vault's links), and its tallies.
+    Besides the facts (bounded by :class:`FactsIndex`), each of the last :data:`GRAPHS_KEPT` projects keeps its
+    paths indexed for resolution and its tallies; the resolved links are in the project's store (``linkdb.py``),
+    or in memory for a project without one.
     """
 
     def __init__(
@@ -451,7 +391,8 @@ class NoteIndex:
         """``stores``: each project's :class:`FactsStore` (None, or a store of None: memory only)."""
         self.facts = FactsIndex(max_bytes)
         self._stores = stores
-        self._projects: OrderedDict[str, _Resolutions] = OrderedDict()
+        self._projects: OrderedDict[str, _ProjectLinks] = OrderedDict()
+        self._memory_links: dict[str, LinkTable] = {}  # projects without a store (as many as _projects)
         self._tallies: OrderedDict[str, Tallies] = OrderedDict()
         self._lock = threading.Lock()
         #: Links resolved since the index was made: how tests see that an unchanged vault is not resolved again.
@@ -476,72 +417,106 @@ class NoteIndex:
         """The vault's ``paths`` (every live file) indexed for resolution: the project's last index when the
         same, so its cached answers (and closest-note suggestions) are kept."""
         with self._lock:
-            return self._resolutions(project_id, frozenset(paths)).vault
+            return self._project(project_id, frozenset(paths)).vault
 
-    def known_links(self, project_id: str, paths: Iterable[str]) -> dict[str, tuple[str, tuple[LinkFact, ...]]]:
-        """The notes whose links the project's resolutions hold for the vault's ``paths`` (every live file): path →
-        (content hash, links). A note listed with that hash needs no facts read for :meth:`graph`: a vault's
-        links are more than memory keeps of its facts."""
+    def link_hashes(self, project_id: str, paths: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """The notes whose links are resolved for the vault's ``paths`` (every live file): path → (the content
+        hash they were read from, how many). A note listed with that hash needs no facts read for :meth:`graph`."""
         with self._lock:
-            state = self._resolutions(project_id, frozenset(paths))
-            return {path: (resolved[0], resolved[1]) for path, resolved in state.by_path.items()}
+            state = self._project(project_id, frozenset(paths))
+            return self._synced(state, lambda: state.table.hashes())
 
     def graph(
         self,
         project_id: str,
         paths: Iterable[str],
-        notes: Mapping[str, tuple[str, tuple[LinkFact, ...]]],
+        notes: Mapping[str, tuple[str, Sequence[LinkFact]]],
         *,
         keep: bool = True,
         stop: Callable[[], bool] | None = None,
+        unchanged: Collection[str] = (),
     ) -> LinkGraph:
         """The links of ``notes`` (path → (content hash, links)) resolved against the vault's ``paths`` (every
-        live file, attachments too); the project's last kept graph again when nothing changed.
+        live file, attachments too), with those of the notes ``unchanged`` (resolved already at the hash listed:
+        :meth:`link_hashes`); only a note new or changed since it was last resolved is resolved now.
 
-        ``keep``: this graph is the one to reuse next time (it holds every note: its backlinks are worth
-        keeping); a graph of some notes only (one folder's) is not kept, so it does not displace that one.
+        ``keep``: this graph holds every note of the vault (what no note has any more is dropped) and is the one
+        to give again while nothing changes; a graph of some notes only (one folder's) is not kept.
         ``stop``: asked now and then while links are resolved; when it says so, the graph holds the notes resolved
         by then (and is not kept): what was resolved is, for the next call.
         """
-        all_paths = frozenset(paths)
-        with self._lock:  # resolving a whole vault takes a moment; calls for the same index wait for it
-            state = self._resolutions(project_id, all_paths)
-            last = state.last
-            if last is not None and _same_notes(last, notes):
-                return last
-            resolved: dict[str, Resolved] = {}
-            fresh, stopped = 0, False
-            for path, (content_hash, links) in notes.items():
-                known = state.by_path.get(path)
-                if known is None or known[0] != content_hash:
-                    fresh += 1
-                    stopped = stopped or (stop is not None and fresh % STOP_EVERY == 0 and stop())
-                    if stopped:
-                        continue
-                    known = state.resolve(path, content_hash, links)
-                    self.resolved += len(links)
-                resolved[path] = known
-            flagged = {path: state.flagged[path] for path in resolved if path in state.flagged}
-            graph = LinkGraph(state.vault, resolved, flagged)
-            if keep and not stopped:
-                state.last = graph
-            return graph
+        with self._lock:  # resolving a whole vault takes a moment; calls for the same project wait for it
+            state = self._project(project_id, frozenset(paths))
+            return self._synced(state, lambda: self._graph(state, notes, keep, stop, unchanged))
 
-    def _resolutions(self, project_id: str, all_paths: frozenset[str]) -> _Resolutions:
-        """The project's resolutions for these paths (new ones when its paths changed); under the lock."""
+    def _synced(self, state: _ProjectLinks, work: Callable[[], T]) -> T:
+        """``work`` on the project's links brought to its paths; once again if the store failed under it (a
+        corrupt file is made again: the links are then resolved afresh)."""
+        for attempt in range(2):
+            try:
+                self.resolved += state.table.sync(state.vault)
+                return work()
+            except LinksUnavailable:
+                state.last = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _graph(
+        self,
+        state: _ProjectLinks,
+        notes: Mapping[str, tuple[str, Sequence[LinkFact]]],
+        keep: bool,
+        stop: Callable[[], bool] | None,
+        unchanged: Collection[str],
+    ) -> LinkGraph:
+        known = state.table.hashes()
+        fresh = sorted(path for path, (content_hash, _) in notes.items() if known.get(path, ("",))[0] != content_hash)
+        members = {*unchanged, *notes}
+        last = state.last
+        if not fresh and last is not None and last.notes == members and last.vault is state.vault:
+            return last
+        gone = [path for path in known if path not in members] if keep else []
+        state.table.drop([*fresh, *gone])  # their links are not this listing's (a stopped graph lacks them)
+        members.difference_update(fresh)
+        batch: list[tuple[str, str, Sequence[LinkFact]]] = []
+
+        def written() -> bool:  # False: another process changed the paths meanwhile (resolved again next time)
+            if batch and not state.table.write(state.vault, batch):
+                return False
+            members.update(path for path, _, _ in batch)
+            self.resolved += sum(len(links) for _, _, links in batch)
+            batch.clear()
+            return True
+
+        stopped = False
+        for number, path in enumerate(fresh, 1):
+            stopped = stop is not None and number % STOP_EVERY == 0 and stop()
+            if stopped or (len(batch) == STOP_EVERY and not written()):
+                stopped = True
+                break
+            batch.append((path, *notes[path]))
+        stopped = not written() or stopped  # what was resolved before a stop is kept too
+        graph = LinkGraph(state.vault, state.table, frozenset(members))
+        state.last = graph if keep and not stopped else state.last
+        return graph
+
+    def _project(self, project_id: str, all_paths: frozenset[str]) -> _ProjectLinks:
+        """The project's links, its paths indexed anew when they changed; under the lock."""
         state = self._projects.get(project_id)
         if state is None:
-            state = self._projects[project_id] = _Resolutions(VaultPaths(all_paths))
+            state = self._projects[project_id] = _ProjectLinks(VaultPaths(all_paths), self._links_of(project_id))
         elif state.vault.paths is not all_paths and state.vault.paths != all_paths:
-            state = self._projects[project_id] = state.changed(all_paths)
+            state.vault = state.vault.changed(all_paths)
+            state.last = None
         self._projects.move_to_end(project_id)
         while len(self._projects) > GRAPHS_KEPT:
-            self._projects.popitem(last=False)
+            dropped, _ = self._projects.popitem(last=False)
+            self._memory_links.pop(dropped, None)
         return state
 
-
-def _same_notes(graph: LinkGraph, notes: Mapping[str, tuple[str, tuple[LinkFact, ...]]]) -> bool:
-    """Whether ``graph`` was made of exactly these notes, each with the same content."""
-    return len(graph.notes) == len(notes) and all(
-        graph.notes.get(path, ("",))[0] == entry[0] for path, entry in notes.items()
-    )
+    def _links_of(self, project_id: str) -> LinkTable:
+        store = self.store(project_id)
+        if store is not None:
+            return store.links
+        return self._memory_links.setdefault(project_id, LinkTable(MemoryLinks()))

@@ -303,12 +303,13 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
             return True
         return False
 
-    links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
+    paths = listed_paths(ctx, listing)
     for start in range(0, len(notes), WARM_INDEX_CHUNK):
         step_aside()
         if stopping():
             return
         chunk = _indexed(ctx, project_id, IndexedNotes([], notes[start : start + WARM_INDEX_CHUNK]), PARTS, step_aside)
+        links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
         for file, facts in chunk.read():  # the counts of list_tags and list_tasks, ready for their first call
             tallies.take(
                 file.path, chunk.hashes[file.path], file.size or 0, facts.tags, facts.tasks, facts.front_matter
@@ -316,16 +317,15 @@ def index_in_background(ctx: ToolContext, foreground: Foreground, report: WarmUp
             links[file.path] = (chunk.hashes[file.path], facts.links or ())
         report.indexed += len(chunk.facts)
         log.info("the warm-up indexed %s of %s notes", f"{report.indexed:,}", f"{len(notes):,}")
-    paths = [file.path for file in listing]
-    while True:  # resolved a few hundred notes at a time, stopping for any call: what is resolved stays
-        step_aside()
-        if stopping():
-            return
-        with gc_paused():
-            graph = note_index(ctx).graph(project_id, paths, links, stop=lambda: foreground.busy)
-        if len(graph.notes) == len(links):
-            report.resolved = True
-            return
+        while True:  # resolved a few hundred notes at a time, stopping for any call: what is resolved stays
+            with gc_paused():
+                graph = note_index(ctx).graph(project_id, paths, links, keep=False, stop=lambda: foreground.busy)
+            if len(graph) == len(links):
+                break
+            step_aside()
+            if stopping():
+                return
+    report.resolved = True
 
 
 def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[str, str]:
@@ -338,41 +338,39 @@ def texts_of(ctx: ToolContext, project_id: str, files: list[VaultFile]) -> dict[
 
 def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> tuple[IndexedNotes, LinkGraph]:
     """Every Markdown note of ``listing`` (the whole vault) and their links resolved. Only the notes new or changed
-    since the project's links were last resolved have their facts read: memory keeps a bounded part of a big
-    vault's facts (at 50,000 notes the store gave them all back on every call, for seconds). The notes' facts are
+    since the project's links were last resolved have their facts read: the resolved links are in the project's
+    link table (``text/linkdb.py``), and memory keeps a bounded part of a big vault's facts. The notes' facts are
     not in ``indexed.facts``: :func:`link_counts` says how many links each note has. A whole graph is kept with a
     kept listing: the next call on that listing walks none of its notes."""
     kept: tuple[IndexedNotes, LinkGraph] | None = ctx.kept_listings.recall(listing, ("graph", project_id))
     if kept is not None:
         return kept
     notes = notes_of(ctx, listing)
-    known = note_index(ctx).known_links(project_id, listed_paths(ctx, listing))
+    known = note_index(ctx).link_hashes(project_id, listed_paths(ctx, listing))
     changed = [
         file for file in notes if file.content_hash is None or known.get(file.path, ("",))[0] != file.content_hash
     ]
     indexed = _indexed(ctx, project_id, IndexedNotes(listing, changed), ("links",))
-    changed_paths = {file.path for file in changed}
     links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
-    for file in notes:
+    for file in changed:
         facts = indexed.facts.get(file.path)
-        if facts is not None:
+        if facts is not None:  # else: changed, and not read in time: its old links are not this listing's
             assert facts.links is not None
             links[file.path] = (indexed.hashes[file.path], facts.links)
-        elif file.path not in changed_paths:
-            links[file.path] = known[file.path]
-        # else: changed, and not read in time: its old links are not this listing's, and the answer says so
+    changed_paths = {file.path for file in changed}
+    unchanged = [file.path for file in notes if file.path not in changed_paths]
     with gc_paused():
         graph = note_index(ctx).graph(
             project_id,
             listed_paths(ctx, listing),
             links,
+            unchanged=unchanged,
             stop=lambda: out_of_time(ctx, answer_reserve(len(notes))),
         )
-    whole = IndexedNotes(
-        listing, notes, hashes={path: entry[0] for path, entry in links.items() if path in graph.notes}
-    )
+    hashes = {file.path: indexed.hashes.get(file.path) or file.content_hash or "" for file in notes}
+    whole = IndexedNotes(listing, notes, hashes={path: hashes[path] for path in graph.notes})
     whole.why_partial = indexed.why_partial or (
-        "the call's time budget ran out" if len(graph.notes) < len(links) else ""
+        "the call's time budget ran out" if len(graph) < len(links) + len(unchanged) else ""
     )
     if not whole.why_partial:
         ctx.kept_listings.remember(listing, ("graph", project_id), (whole, graph))
@@ -394,11 +392,8 @@ def links_cut(ctx: ToolContext, project_id: str, indexed: IndexedNotes, graph: L
 
 def link_counts(indexed: IndexedNotes, graph: LinkGraph) -> list[tuple[str, int, int]]:
     """(path, size, links kept) of each note read, for the notice of notes whose links were cut."""
-    return [
-        (file.path, file.size or 0, len(graph.notes[file.path][1]))
-        for file in indexed.notes
-        if file.path in graph.notes
-    ]
+    counts = graph.link_counts
+    return [(file.path, file.size or 0, counts[file.path]) for file in indexed.notes if file.path in counts]
 
 
 def link_graph(ctx: ToolContext, project_id: str, indexed: IndexedNotes, *, keep: bool = True) -> LinkGraph:
@@ -409,7 +404,7 @@ def link_graph(ctx: ToolContext, project_id: str, indexed: IndexedNotes, *, keep
         assert facts.links is not None, "index_notes(parts=('links',)) first"
         notes[file.path] = (indexed.hashes[file.path], facts.links)
     with gc_paused():
-        return note_index(ctx).graph(project_id, (file.path for file in indexed.listing), notes, keep=keep)
+        return note_index(ctx).graph(project_id, listed_paths(ctx, indexed.listing), notes, keep=keep)
 
 
 def note_index(ctx: ToolContext) -> NoteIndex:

@@ -171,15 +171,11 @@ def _captured(graph: LinkGraph, skipped: set[str], old_path: str, new_path: str)
     name = _stem(new_path)
     after = graph.vault.moved(old_path, new_path)
     found = []
-    for source in sorted(graph.notes):
-        if source in skipped:
+    for source, link, target in graph.named((name, f"{name}.md")):
+        if source in skipped or target in (old_path, new_path) or _stem(link.target) != name:
             continue
-        _, links, targets = graph.notes[source]
-        for link, target in zip(links, targets, strict=True):
-            if target in (old_path, new_path) or _stem(link.target) != name:
-                continue
-            if after.resolve(link.target, source, markdown=link.markdown) == new_path:
-                found.append((source, link.line, link.raw))
+        if after.resolve(link.target, source, markdown=link.markdown) == new_path:
+            found.append((source, link.line, link.raw))
     return found
 
 

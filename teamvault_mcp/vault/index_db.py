@@ -31,13 +31,14 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
+from teamvault_mcp.text import linkdb
 from teamvault_mcp.text.noteindex import ListedFile, ListingRow
 from teamvault_mcp.vault import terms_db
 
 log = logging.getLogger(__name__)
 
 #: The layout of the tables below; a file of another layout is made again.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: How long a write waits for another process's transaction (milliseconds).
 BUSY_TIMEOUT_MS = 10_000
 INDEX_FILE = "index.sqlite"
@@ -54,6 +55,7 @@ _SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, id TEXT, content_hash TEXT, size INTEGER,"
     " mtime TEXT) WITHOUT ROWID",
     *terms_db.SCHEMA,
+    *linkdb.SCHEMA,
 )
 
 
@@ -96,6 +98,8 @@ class IndexStore:
         self.has_fts = False
         #: The search index's tables, in this same file.
         self.terms = terms_db.TermIndex(self)
+        #: The project's links resolved (``text/linkdb.py``), in this same file.
+        self.links = linkdb.LinkTable(self)
 
     # -- what the facts index asks ------------------------------------------------------------------
 
@@ -260,6 +264,7 @@ class IndexStore:
                     connection.execute(f"PRAGMA user_version = {self.user_version}")
             connection.execute("SELECT count(*) FROM facts WHERE hash = ''").fetchone()  # the tables are readable
             connection.execute("SELECT count(*) FROM texts WHERE id = 0").fetchone()
+            connection.execute("SELECT revision FROM link_state").fetchone()
             self.has_fts = (
                 connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'words_fts'").fetchone()[0] == 1
                 and fts5_available()
