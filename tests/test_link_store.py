@@ -1,0 +1,170 @@
+"""The resolved links on disk (``text/linkdb.py`` in the project's ``index.sqlite``): a restart resolves nothing
+and answers the same, a file that comes after a restart resolves only the links to its name again, two processes
+on one file leave it sound and right, and paths no UTF-8 encoder takes survive the trip.
+
+What the graph answers is ``test_graph.py``'s and ``test_incremental_resolution.py``'s (both run on the in-memory
+table); here, what the file adds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+from pathlib import Path
+
+import pytest
+from support import seeding
+from support.sessions import session_on
+from test_incremental_resolution import links_of, random_path, seen
+
+from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.text import linkdb
+from teamvault_mcp.text.noteindex import FACTS_VERSION, LinkFact, NoteIndex
+from teamvault_mcp.vault.index_db import IndexStore
+
+pytestmark = pytest.mark.anyio
+
+NOTES = {
+    "people/ada.md": "# Ada\n\nWorks with [[grace]] and [[nobody]].\n",
+    "people/grace.md": "# Grace\n\nSee [[ada]], [[people/ada#Ada|her]] and [[nobody]].\n",
+    "plan.md": "# Plan\n\nOwner: [Ada](people/ada.md), [[elsewhere]].\n",
+}
+
+
+@pytest.fixture
+def seeded(tmp_path: Path):
+    with LocalVault(tmp_path / "vault") as vault:
+        for path, text in NOTES.items():
+            seeding.seed(vault, path, text)
+        yield vault
+
+
+async def graph_answers(vault: LocalVault, cache: Path) -> tuple[tuple[str, ...], int]:
+    async with session_on(vault, cache_dir=cache) as session:
+        answers = (
+            await session.ok_text("note_links", path="people/ada.md"),
+            await session.ok_text("broken_links"),
+            await session.ok_text("note_links", path="plan.md", direction="in"),
+        )
+        return answers, session.runner.workspace.note_index.resolved
+
+
+async def test_a_restart_resolves_no_link_and_answers_the_same(seeded: LocalVault, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    before, resolved = await graph_answers(seeded, cache)
+    assert resolved == 7 and "3 broken links" in before[1]
+    after, resolved = await graph_answers(seeded, cache)
+    assert (after, resolved) == (before, 0)
+
+
+async def test_a_file_that_came_while_the_server_was_down_resolves_only_the_links_to_its_name(
+    seeded: LocalVault, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    await graph_answers(seeded, cache)
+    seeding.seed(seeded, "nobody.md", "# Nobody\n")
+    answers, resolved = await graph_answers(seeded, cache)
+    assert "1 broken link in 1 note" in answers[1] and "[[elsewhere]]" in answers[1]
+    assert resolved == 5  # ada's 2 links and grace's 3: the notes that name "nobody"; plan's are kept as they were
+
+
+def test_lone_surrogates_and_odd_characters_in_paths_survive_the_file(tmp_path: Path) -> None:
+    odd = ["a\udc80b.md", "日本/ノート.md", "x y/%20#?.md", "e\u0301.md", "z.md"]
+    notes = {
+        path: (f"h{n}", (LinkFact(odd[(n + 1) % len(odd)][:-3], False, 1, "[[x]]", 1),)) for n, path in enumerate(odd)
+    }
+    store = IndexStore(tmp_path / "ns", FACTS_VERSION)
+    on_disk = NoteIndex(stores=lambda project: store).graph("p", odd, notes)
+    in_memory = NoteIndex().graph("p", odd, notes)
+    assert seen(on_disk, sorted(notes)) == seen(in_memory, sorted(notes))
+    assert [backlink.source for backlink in on_disk.incoming("日本/ノート.md")] == ["a\udc80b.md"]
+    again = NoteIndex(stores=lambda project: IndexStore(tmp_path / "ns", FACTS_VERSION))
+    assert seen(again.graph("p", odd, notes), sorted(notes)) == seen(in_memory, sorted(notes))
+    assert again.resolved == 0
+
+
+def test_a_store_that_fails_under_a_call_is_asked_once_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = IndexStore(tmp_path / "ns", FACTS_VERSION)
+    index = NoteIndex(stores=lambda project: store)
+    notes = {"a.md": ("h1", (LinkFact("b", False, 1, "[[b]]", 1),)), "b.md": ("h2", ())}
+    failures = [linkdb.LinksUnavailable("disk I/O error")]
+    real = linkdb.LinkTable.hashes
+
+    def failing_once(table: linkdb.LinkTable) -> dict[str, tuple[str, int]]:
+        if failures:
+            raise failures.pop()
+        return real(table)
+
+    monkeypatch.setattr(linkdb.LinkTable, "hashes", failing_once)
+    graph = index.graph("p", ["a.md", "b.md"], notes)
+    assert [backlink.source for backlink in graph.incoming("b.md")] == ["a.md"] and not failures
+    failures += [linkdb.LinksUnavailable("1"), linkdb.LinksUnavailable("2")]
+    with pytest.raises(linkdb.LinksUnavailable):
+        index.graph("p", ["a.md", "b.md", "c.md"], notes)
+
+
+def _vault_step(rng: random.Random, paths: set[str], links: dict[str, tuple[str, tuple[LinkFact, ...]]]) -> None:
+    roll = rng.random()
+    if roll < 0.4:
+        paths.add(random_path(rng))
+    elif roll < 0.7 and paths:
+        paths.discard(rng.choice(sorted(paths)))
+    elif paths:
+        changed = rng.choice(sorted(paths))
+        links[changed] = (f"hash-{rng.random()}-{changed}", links_of(rng))
+
+
+def _notes(rng: random.Random, seed: int, paths: set[str], links: dict[str, tuple[str, tuple[LinkFact, ...]]]) -> dict:
+    """The notes among ``paths`` with their (content hash, links): a content of its own in each walk (``seed``)."""
+    return {
+        path: links.setdefault(path, (f"hash-{seed}-{path}", links_of(rng)))
+        for path in sorted(paths)
+        if path.endswith(".md")
+    }
+
+
+def _walk(directory: str, seed: int, steps: int) -> None:
+    """A process's random walk over a vault of its own, on the shared file, reading each step's graph."""
+    rng = random.Random(seed)
+    paths: set[str] = {random_path(rng) for _ in range(30)}
+    links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
+    index = NoteIndex(stores=lambda project: IndexStore(Path(directory), FACTS_VERSION))
+    for _ in range(steps):  # each process's paths differ from the other's: every step changes the file's
+        _vault_step(rng, paths, links)
+        notes = _notes(rng, seed, paths, links)
+        graph = index.graph("p", paths, notes)
+        seen(graph, sorted(notes))
+
+
+def test_two_processes_resolving_on_one_file_leave_it_sound_and_right(tmp_path: Path) -> None:
+    directory = tmp_path / "ns"
+    child = multiprocessing.get_context("spawn").Process(target=_walk, args=(str(directory), 1, 60))
+    child.start()
+    _walk(str(directory), 2, 60)
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    store = IndexStore(directory, FACTS_VERSION)
+    assert store.integrity() == "ok" and store.rebuilt == 0
+    rng = random.Random(3)
+    paths = {random_path(rng) for _ in range(30)}
+    notes = _notes(rng, 3, paths, {})
+    graph = NoteIndex(stores=lambda project: store).graph("p", paths, notes)
+    assert seen(graph, sorted(notes)) == seen(NoteIndex().graph("p", paths, notes), sorted(notes))
+
+
+def test_links_resolved_against_paths_another_process_replaced_meanwhile_are_not_written(tmp_path: Path) -> None:
+    notes = {
+        f"n{number:04d}.md": (f"h{number}", (LinkFact("target", False, 1, "[[target]]", 1),)) for number in range(400)
+    }
+    before, after = set(notes), {*notes, "target.md"}
+    first = NoteIndex(stores=lambda project: IndexStore(tmp_path / "ns", FACTS_VERSION))
+    second = NoteIndex(stores=lambda project: IndexStore(tmp_path / "ns", FACTS_VERSION))
+
+    def other_process_lists_the_new_file() -> bool:  # between two of the first one's batches
+        second.graph("p", after, {**notes, "target.md": ("ht", ())})
+        return False
+
+    stale = first.graph("p", before, notes, stop=other_process_lists_the_new_file)
+    assert len(stale) < len(notes)  # its batches after the change were refused
+    graph = second.graph("p", after, {**notes, "target.md": ("ht", ())})
+    assert graph.broken() == [] and len(graph.incoming("target.md")) == len(notes)
