@@ -3,9 +3,10 @@
 One database per server and project, ``<root>/<namespace>/index.sqlite`` (0600, in the
 content cache's 0700 directory): the parts of :class:`~teamvault_mcp.text.noteindex.NoteFacts`
 by content hash, as the compact JSON ``text/noteindex.py`` writes (this module never reads
-it), and the project's last whole listing (path, id, contentHash, size, mtime). A content's
-facts do not change, so a row is true as long as it exists: a changed note is parsed once,
-an unchanged one never, and a restart parses nothing.
+it), the project's last whole listing (path, id, contentHash, size, mtime), the words of the
+search index (``terms_db.py``) and the resolved links (``text/linkdb.py``). A content's facts
+do not change, so a row is true as long as it exists: a changed note is parsed once, an
+unchanged one never, and a restart parses and resolves nothing.
 
 Nothing in the file is trusted: ``PRAGMA user_version`` holds :data:`SCHEMA_VERSION` with the
 facts' own version (``FACTS_VERSION``, bumped when a parser changes what it finds); a file of
