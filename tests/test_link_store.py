@@ -168,3 +168,18 @@ def test_links_resolved_against_paths_another_process_replaced_meanwhile_are_not
     assert len(stale) < len(notes)  # its batches after the change were refused
     graph = second.graph("p", after, {**notes, "target.md": ("ht", ())})
     assert graph.broken() == [] and len(graph.incoming("target.md")) == len(notes)
+
+
+def test_what_was_read_of_a_file_made_again_since_is_not_trusted(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path / "ns", FACTS_VERSION)
+    index = NoteIndex(stores=lambda project: store)
+    notes = {"a.md": ("h1", (LinkFact("b", False, 1, "[[b]]", 1),)), "b.md": ("h2", ())}
+    index.graph("p", notes, notes)
+    known = index.link_hashes("p", notes)
+    assert set(known) == set(notes)
+    with store.session():
+        store._discard()  # what a corrupt page found by another call does
+    graph = index.graph("p", notes, {}, unchanged=list(notes), known=known)
+    assert len(graph) == 0 and graph.incoming("b.md") == []  # the notes are to be read and resolved again
+    again = index.graph("p", notes, notes)
+    assert [backlink.source for backlink in again.incoming("b.md")] == ["a.md"]

@@ -231,13 +231,18 @@ class LinkTable:
 
     # -- what the tools ask -------------------------------------------------------------------------
 
-    def hashes(self) -> dict[str, tuple[str, int]]:
+    def hashes(self) -> Known:
         """Every note resolved: path → (the content hash its links were read from, how many links it has)."""
-        with self._session() as (connection, _):
-            return {
-                _text(source): (content_hash, links)
-                for source, content_hash, links in connection.execute("SELECT source, hash, links FROM link_notes")
-            }
+        with self._session() as (connection, store):
+            found = Known((store, store.generation))
+            for source, content_hash, links in connection.execute("SELECT source, hash, links FROM link_notes"):
+                found[_text(source)] = (content_hash, links)
+            return found
+
+    def still(self, known: Known) -> bool:
+        """Whether ``known`` was read from the file the table is on now (none was made again since)."""
+        with self._session() as (_, store):
+            return known.file == (store, store.generation)
 
     def outgoing(self, path: str) -> list[tuple[LinkFact, str | None]]:
         """The note's links in order, each with the file it resolves to."""
@@ -272,6 +277,14 @@ class LinkTable:
     def _rows(self, query: str, parameters: Sequence[bytes], target: str | None) -> list[Row]:
         with self._session() as (connection, _):
             return [(_text(row[0]), _link(row[1:]), target) for row in connection.execute(query, parameters)]
+
+
+class Known(dict[str, tuple[str, int]]):
+    """:meth:`LinkTable.hashes`: path → (content hash, links), and which file it was read from."""
+
+    def __init__(self, file: tuple[object, int]) -> None:
+        super().__init__()
+        self.file = file
 
 
 class LinksUnavailable(Exception):

@@ -26,13 +26,13 @@ import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
+from teamvault_mcp.text.linkdb import Known, LinksUnavailable, LinkTable, MemoryLinks
 from teamvault_mcp.text.linkdb import LinkFact as LinkFact  # re-exported: what the index says a link is
-from teamvault_mcp.text.linkdb import LinksUnavailable, LinkTable, MemoryLinks
 from teamvault_mcp.text.links import Link, parse_links
 from teamvault_mcp.text.prose import NoteText
 from teamvault_mcp.text.resolution import VaultPaths
@@ -327,10 +327,14 @@ class LinkGraph:
     """The links of the notes at the paths ``notes`` resolved against ``vault``: a view of the project's link table
     (``linkdb.py``), so that a graph of 100,000 notes holds their paths, not their 1.5 million links."""
 
-    def __init__(self, vault: VaultPaths, table: LinkTable, notes: frozenset[str]) -> None:
+    def __init__(
+        self, vault: VaultPaths, table: LinkTable, notes: frozenset[str], counts: Mapping[str, int] | None = None
+    ) -> None:
+        """``counts``: how many links the table keeps of each note (of some at least; the others are looked up)."""
         self.vault = vault
         self._table = table
         self.notes = notes
+        self._counts = counts
 
     def __len__(self) -> int:
         return len(self.notes)
@@ -367,7 +371,30 @@ class LinkGraph:
     @cached_property
     def link_counts(self) -> dict[str, int]:
         """How many links the index keeps of each of the graph's notes."""
-        return {path: count for path, (_, count) in self._table.hashes().items() if path in self.notes}
+        counts = self._counts
+        if counts is None or any(path not in counts for path in self.notes):
+            counts = {path: count for path, (_, count) in self._table.hashes().items()}
+        return {path: counts[path] for path in self.notes if path in counts}
+
+
+class _Counts(Mapping[str, int]):
+    """How many links each note has: the fresh ones', else the table's as read (path → (hash, count))."""
+
+    def __init__(self, known: Mapping[str, tuple[str, int]], fresh: dict[str, int]) -> None:
+        self._known = known
+        self._fresh = fresh
+
+    def __getitem__(self, path: str) -> int:
+        return self._fresh[path] if path in self._fresh else self._known[path][1]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._fresh or path in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._known), **dict.fromkeys(self._fresh)})
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class _ProjectLinks:
@@ -437,6 +464,7 @@ class NoteIndex:
         keep: bool = True,
         stop: Callable[[], bool] | None = None,
         unchanged: Collection[str] = (),
+        known: Mapping[str, tuple[str, int]] | None = None,
     ) -> LinkGraph:
         """The links of ``notes`` (path → (content hash, links)) resolved against the vault's ``paths`` (every
         live file, attachments too), with those of the notes ``unchanged`` (resolved already at the hash listed:
@@ -445,11 +473,17 @@ class NoteIndex:
         ``keep``: this graph holds every note of the vault (what no note has any more is dropped) and is the one
         to give again while nothing changes; a graph of some notes only (one folder's) is not kept.
         ``stop``: asked now and then while links are resolved; when it says so, the graph holds the notes resolved
-        by then (and is not kept): what was resolved is, for the next call.
+        by then (and is not kept): what was resolved is, for the next call. ``known``: what :meth:`link_hashes`
+        just said (read again when not given).
         """
         with self._lock:  # resolving a whole vault takes a moment; calls for the same project wait for it
             state = self._project(project_id, frozenset(paths))
-            return self._synced(state, lambda: self._graph(state, notes, keep, stop, unchanged))
+            given = [known]  # what the caller read: true of this file unless the store fails under this call
+
+            def work() -> LinkGraph:
+                return self._graph(state, notes, keep, stop, unchanged, given.pop() if given else None)
+
+            return self._synced(state, work)
 
     def _synced(self, state: _ProjectLinks, work: Callable[[], T]) -> T:
         """``work`` on the project's links brought to its paths; once again if the store failed under it (a
@@ -471,10 +505,12 @@ class NoteIndex:
         keep: bool,
         stop: Callable[[], bool] | None,
         unchanged: Collection[str],
+        known: Mapping[str, tuple[str, int]] | None,
     ) -> LinkGraph:
-        known = state.table.hashes()
+        if not isinstance(known, Known) or not state.table.still(known):
+            known = state.table.hashes()
         fresh = sorted(path for path, (content_hash, _) in notes.items() if known.get(path, ("",))[0] != content_hash)
-        members = {*unchanged, *notes}
+        members = {*notes, *(path for path in unchanged if path in known)}  # (known: read again after a rebuild)
         last = state.last
         if not fresh and last is not None and last.notes == members and last.vault is state.vault:
             return last
@@ -499,7 +535,8 @@ class NoteIndex:
                 break
             batch.append((path, *notes[path]))
         stopped = not written() or stopped  # what was resolved before a stop is kept too
-        graph = LinkGraph(state.vault, state.table, frozenset(members))
+        counts = _Counts(known, {path: len(notes[path][1]) for path in fresh})
+        graph = LinkGraph(state.vault, state.table, frozenset(members), counts)
         state.last = graph if keep and not stopped else state.last
         return graph
 

@@ -365,6 +365,7 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
             listed_paths(ctx, listing),
             links,
             unchanged=unchanged,
+            known=known,
             stop=lambda: out_of_time(ctx, answer_reserve(len(notes))),
         )
     hashes = {file.path: indexed.hashes.get(file.path) or file.content_hash or "" for file in notes}
