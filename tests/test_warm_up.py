@@ -329,3 +329,32 @@ async def test_a_search_that_reads_the_cache_past_its_budget_answers_partial_in_
         assert 0 < result["notesNotSearched"] < 20 and result["hits"], result  # it searched what it read
     finally:
         runner.close()
+
+
+def test_the_warm_up_hands_its_freed_memory_back_when_it_ends(
+    vault: LocalVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from teamvault_mcp.server import workspace
+
+    trims: list[int] = []
+
+    class Libc:
+        def malloc_trim(self, pad: int) -> int:
+            trims.append(pad)
+            return 1
+
+    monkeypatch.setattr(workspace.ctypes, "CDLL", lambda name: Libc())
+    runner = runner_on(vault, cache_dir=tmp_path / "cache", call_budget=30.0)
+    try:
+        warmed(runner)
+        assert trims == [0] and runner.workspace.warm_up is not None and runner.workspace.warm_up.indexed == 20
+    finally:
+        runner.close()
+
+
+def test_releasing_freed_memory_is_nothing_where_the_c_library_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    from teamvault_mcp.server import workspace
+
+    assert workspace.release_freed_memory() is (hasattr(workspace.ctypes.CDLL(None), "malloc_trim"))
+    monkeypatch.setattr(workspace.ctypes, "CDLL", lambda name: object())  # musl, macOS: no malloc_trim
+    assert workspace.release_freed_memory() is False
