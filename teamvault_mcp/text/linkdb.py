@@ -7,7 +7,9 @@ restart; with no store they live in a private in-memory database (:class:`Memory
 - ``link_notes``: each note resolved, with the content hash its links were read from and how many it has;
 - ``links``: each of its links (in order: ``n``), as written, with its :func:`~teamvault_mcp.text.resolution.name_key`
   and where it resolves (NULL: to no file) and whether it names a file several share;
-- ``link_paths``: every live file the rows were resolved against; ``link_state.revision`` counts its changes.
+- ``link_paths``: every live file the rows were resolved against, with the row id by which the other two name
+  notes and files (a path written once, not in every link and every index entry: half the file's size);
+  ``link_state.revision`` counts its changes.
 
 When files come or go (:meth:`LinkTable.sync`), the notes with a link to one of their names (or a link whose name
 any file may change: ``name`` NULL) are resolved again from their rows, and only those; a note whose path went is
@@ -23,25 +25,28 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar
 
 from teamvault_mcp.text.resolution import VaultPaths, name_key, names_of
 
 SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS link_notes (source BLOB PRIMARY KEY, hash TEXT NOT NULL, links INTEGER NOT NULL)"
-    " WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS links (source BLOB NOT NULL, n INTEGER NOT NULL, target BLOB NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS link_paths (id INTEGER PRIMARY KEY AUTOINCREMENT, path BLOB NOT NULL UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS link_notes (source INTEGER PRIMARY KEY, hash TEXT NOT NULL, links INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS links (source INTEGER NOT NULL, n INTEGER NOT NULL, target BLOB NOT NULL,"
     " markdown INTEGER NOT NULL, line INTEGER NOT NULL, raw BLOB NOT NULL, col INTEGER NOT NULL, name BLOB,"
-    " resolved BLOB, ambiguous INTEGER NOT NULL, PRIMARY KEY (source, n)) WITHOUT ROWID",
+    " resolved INTEGER, ambiguous INTEGER NOT NULL, PRIMARY KEY (source, n)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS links_by_target ON links (resolved, source, n)",
     "CREATE INDEX IF NOT EXISTS links_by_name ON links (name)",
     "CREATE INDEX IF NOT EXISTS links_ambiguous ON links (source, n) WHERE ambiguous",
-    "CREATE TABLE IF NOT EXISTS link_paths (path BLOB PRIMARY KEY) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS link_state (id INTEGER PRIMARY KEY CHECK (id = 1), revision INTEGER NOT NULL)",
     "INSERT OR IGNORE INTO link_state (id, revision) VALUES (1, 0)",
 )
 _CHUNK = 500  # values per … IN (…)
-_LINK = "target, markdown, line, raw, col"
+V = TypeVar("V")
+_LINK = "l.target, l.markdown, l.line, l.raw, l.col"
+_ID = "(SELECT id FROM link_paths WHERE path = ?)"  # a path's row: links and notes name files by it
+#: A link with its note's path and the path it resolves to.
+_JOINED = "FROM links l JOIN link_paths p ON p.id = l.source LEFT JOIN link_paths r ON r.id = l.resolved"
 
 
 class LinkFact(NamedTuple):
@@ -165,32 +170,33 @@ class LinkTable:
     def _moved(self, connection: sqlite3.Connection, before: frozenset[str], vault: VaultPaths) -> int:
         """Within a transaction: the rows from ``before``'s paths to ``vault``'s; links resolved again."""
         gone, came = before - vault.paths, vault.paths - before
-        for chunk in _chunks(sorted(gone)):
-            marks = ",".join("?" * len(chunk))
-            connection.execute(f"DELETE FROM links WHERE source IN ({marks})", [_blob(p) for p in chunk])
-            connection.execute(f"DELETE FROM link_notes WHERE source IN ({marks})", [_blob(p) for p in chunk])
-            connection.execute(f"DELETE FROM link_paths WHERE path IN ({marks})", [_blob(p) for p in chunk])
         connection.executemany("INSERT OR IGNORE INTO link_paths (path) VALUES (?)", ((_blob(p),) for p in came))
-        affected: set[bytes] = {row[0] for row in connection.execute("SELECT source FROM links WHERE name IS NULL")}
-        for chunk in _chunks(sorted(names_of(gone | came))):
-            marks = ",".join("?" * len(chunk))
-            rows = connection.execute(f"SELECT source FROM links WHERE name IN ({marks})", [_blob(n) for n in chunk])
+        gone_ids = [row[0] for chunk in _chunks(sorted(gone)) for row in _ids(connection, chunk)]
+        for ids in _chunks(gone_ids):
+            marks = ",".join("?" * len(ids))
+            connection.execute(f"DELETE FROM links WHERE source IN ({marks})", ids)
+            connection.execute(f"DELETE FROM link_notes WHERE source IN ({marks})", ids)
+        affected: set[int] = {row[0] for row in connection.execute("SELECT source FROM links WHERE name IS NULL")}
+        for names in _chunks(sorted(names_of(gone | came))):
+            marks = ",".join("?" * len(names))
+            rows = connection.execute(f"SELECT source FROM links WHERE name IN ({marks})", [_blob(n) for n in names])
             affected.update(row[0] for row in rows)
         again = 0
-        for source in sorted(affected):
-            path = _text(source)
+        for sources in _chunks(sorted(affected)):
+            marks = ",".join("?" * len(sources))
             stored = [
-                (n, LinkFact(_text(target), bool(markdown), line, _text(raw), col))
-                for n, target, markdown, line, raw, col in connection.execute(
-                    f"SELECT n, {_LINK} FROM links WHERE source = ? ORDER BY n", (source,)
+                (source, n, _text(path), LinkFact(_text(target), bool(markdown), line, _text(raw), col))
+                for source, n, path, target, markdown, line, raw, col in connection.execute(
+                    f"SELECT l.source, l.n, p.path, {_LINK} {_JOINED} WHERE l.source IN ({marks})", sources
                 )
             ]
-            resolved = [(n, *_resolved(vault, path, link)) for n, link in stored]
             connection.executemany(
-                "UPDATE links SET resolved = ?, ambiguous = ? WHERE source = ? AND n = ?",
-                ((target, ambiguous, source, n) for n, target, ambiguous in resolved),
+                f"UPDATE links SET resolved = {_ID}, ambiguous = ? WHERE source = ? AND n = ?",
+                ((*_resolved(vault, path, link), source, n) for source, n, path, link in stored),
             )
             again += len(stored)
+        for ids in _chunks(gone_ids):  # nothing resolves to them any more: each link to their names was again
+            connection.execute(f"DELETE FROM link_paths WHERE id IN ({','.join('?' * len(ids))})", ids)
         return again
 
     def write(self, vault: VaultPaths, notes: Sequence[tuple[str, str, Sequence[LinkFact]]]) -> bool:
@@ -206,13 +212,22 @@ class LinkTable:
                 if not self._current(connection, store) or self._paths is not vault.paths:
                     return False
                 self._drop(connection, [path for path, _, _ in rows])
+                connection.executemany(  # a note not among the paths (a caller's slip) gets a row all the same
+                    "INSERT OR IGNORE INTO link_paths (path) VALUES (?)", ((_blob(path),) for path, _, _ in rows)
+                )
+                ids = {
+                    _text(path): number
+                    for chunk in _chunks([p for p, _, _ in rows])
+                    for number, path in _ids(connection, chunk)
+                }
                 connection.executemany(
                     "INSERT INTO link_notes (source, hash, links) VALUES (?, ?, ?)",
-                    ((_blob(path), content_hash, len(links)) for path, content_hash, links in rows),
+                    ((ids[path], content_hash, len(links)) for path, content_hash, links in rows),
                 )
                 connection.executemany(
-                    f"INSERT INTO links (source, n, {_LINK}, name, resolved, ambiguous) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    _link_rows(rows),
+                    "INSERT INTO links (source, n, target, markdown, line, raw, col, name, resolved, ambiguous)"
+                    f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, {_ID}, ?)",
+                    _link_rows(rows, ids),
                 )
             return True
 
@@ -225,9 +240,10 @@ class LinkTable:
     @staticmethod
     def _drop(connection: sqlite3.Connection, paths: Iterable[str]) -> None:
         for chunk in _chunks(sorted(paths)):
-            marks = ",".join("?" * len(chunk))
-            connection.execute(f"DELETE FROM links WHERE source IN ({marks})", [_blob(p) for p in chunk])
-            connection.execute(f"DELETE FROM link_notes WHERE source IN ({marks})", [_blob(p) for p in chunk])
+            ids = [row[0] for row in _ids(connection, chunk)]
+            marks = ",".join("?" * len(ids))
+            connection.execute(f"DELETE FROM links WHERE source IN ({marks})", ids)
+            connection.execute(f"DELETE FROM link_notes WHERE source IN ({marks})", ids)
 
     # -- what the tools ask -------------------------------------------------------------------------
 
@@ -235,7 +251,10 @@ class LinkTable:
         """Every note resolved: path → (the content hash its links were read from, how many links it has)."""
         with self._session() as (connection, store):
             found = Known((store, store.generation))
-            for source, content_hash, links in connection.execute("SELECT source, hash, links FROM link_notes"):
+            rows = connection.execute(
+                "SELECT p.path, n.hash, n.links FROM link_notes n JOIN link_paths p ON p.id = n.source"
+            )
+            for source, content_hash, links in rows:
                 found[_text(source)] = (content_hash, links)
             return found
 
@@ -247,36 +266,35 @@ class LinkTable:
     def outgoing(self, path: str) -> list[tuple[LinkFact, str | None]]:
         """The note's links in order, each with the file it resolves to."""
         with self._session() as (connection, _):
-            query = f"SELECT {_LINK}, resolved FROM links WHERE source = ? ORDER BY n"
+            query = f"SELECT {_LINK}, r.path {_JOINED} WHERE l.source = {_ID} ORDER BY l.n"
             return [(_link(row), _maybe(row[5])) for row in connection.execute(query, (_blob(path),))]
 
     def incoming(self, path: str) -> list[Row]:
         """The links in other notes that resolve to ``path``, by source path and order."""
-        query = f"SELECT source, {_LINK} FROM links WHERE resolved = ? AND source != ? ORDER BY source, n"
-        return self._rows(query, (_blob(path), _blob(path)), path)
+        query = (
+            f"SELECT p.path, {_LINK}, r.path {_JOINED} WHERE l.resolved = {_ID} AND p.path != ? ORDER BY p.path, l.n"
+        )
+        return self._rows(query, (_blob(path), _blob(path)))
 
     def broken(self) -> list[Row]:
         """The links that resolve to no file, by source path and order."""
-        return self._rows(f"SELECT source, {_LINK} FROM links WHERE resolved IS NULL ORDER BY source, n", (), None)
+        return self._rows(f"SELECT p.path, {_LINK}, NULL {_JOINED} WHERE l.resolved IS NULL ORDER BY p.path, l.n", ())
 
     def ambiguous(self) -> list[Row]:
         """The links that name a file several share, by source path and order."""
-        query = f"SELECT source, {_LINK}, resolved FROM links WHERE ambiguous ORDER BY source, n"
-        with self._session() as (connection, _):
-            return [(_text(row[0]), _link(row[1:]), _maybe(row[6])) for row in connection.execute(query)]
+        return self._rows(f"SELECT p.path, {_LINK}, r.path {_JOINED} WHERE l.ambiguous ORDER BY p.path, l.n", ())
 
     def named(self, names: Collection[str]) -> list[Row]:
         """The links whose target's last segment (:func:`~teamvault_mcp.text.resolution.name_key`) is one of
         ``names``, with where each resolves, by source path and order."""
         marks = ",".join("?" * len(names))
-        query = f"SELECT source, {_LINK}, resolved FROM links WHERE name IN ({marks}) ORDER BY source, n"
-        with self._session() as (connection, _):
-            rows = connection.execute(query, [_blob(name) for name in names])
-            return [(_text(row[0]), _link(row[1:]), _maybe(row[6])) for row in rows]
+        query = f"SELECT p.path, {_LINK}, r.path {_JOINED} WHERE l.name IN ({marks}) ORDER BY p.path, l.n"
+        return self._rows(query, [_blob(name) for name in names])
 
-    def _rows(self, query: str, parameters: Sequence[bytes], target: str | None) -> list[Row]:
+    def _rows(self, query: str, parameters: Sequence[bytes]) -> list[Row]:
+        """(note, link, where it resolves) of the rows of ``query`` (note path, link fields, resolved path)."""
         with self._session() as (connection, _):
-            return [(_text(row[0]), _link(row[1:]), target) for row in connection.execute(query, parameters)]
+            return [(_text(row[0]), _link(row[1:]), _maybe(row[6])) for row in connection.execute(query, parameters)]
 
 
 class Known(dict[str, tuple[str, int]]):
@@ -291,12 +309,20 @@ class LinksUnavailable(Exception):
     """The store failed under a call (busy past its timeout, a full disk, a file found corrupt and made again)."""
 
 
+def _ids(connection: sqlite3.Connection, paths: Sequence[str]) -> list[tuple[int, bytes]]:
+    """(row id, path) of those of ``paths`` that have a row."""
+    marks = ",".join("?" * len(paths))
+    return list(
+        connection.execute(f"SELECT id, path FROM link_paths WHERE path IN ({marks})", [_blob(p) for p in paths])
+    )
+
+
 def _link_rows(
-    notes: Iterable[tuple[str, str, Sequence[tuple[LinkFact, bytes | None, int]]]],
+    notes: Iterable[tuple[str, str, Sequence[tuple[LinkFact, bytes | None, int]]]], ids: dict[str, int]
 ) -> Iterator[tuple[object, ...]]:
-    """The ``links`` rows of these notes' (path, hash, resolved links)."""
+    """The ``links`` rows of these notes' (path, hash, resolved links), each note by its path's row id."""
     for path, _, links in notes:
-        source = _blob(path)
+        source = ids[path]
         for n, (link, target, ambiguous) in enumerate(links):
             written = (_blob(link.target), int(link.markdown), link.line, _blob(link.raw), link.column)
             yield source, n, *written, _name(link.target), target, ambiguous
@@ -325,6 +351,6 @@ def _maybe(blob: object) -> str | None:
     return _text(blob) if isinstance(blob, bytes) else None
 
 
-def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+def _chunks(values: Sequence[V]) -> Iterator[Sequence[V]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
