@@ -7,6 +7,7 @@ makes them from the server's answers. Plain values, never changed once built.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, NamedTuple
 
 from teamvault_mcp.vault.answers import (
@@ -92,6 +93,10 @@ def _usual_record(raw: Any) -> VaultFile | None:
         and deleted is None
     ):
         return None
+    # The kind, the type and the writer repeat across a listing: one string each, not one per file (190 B a file).
+    kind = "TEXT" if kind == "TEXT" else "BINARY"
+    mime_type = sys.intern(mime_type) if mime_type is not None else None
+    by = sys.intern(by) if by is not None else None
     return VaultFile(file_id, path, kind, int(size), digest, mime_type, created, updated, None, by)
 
 
