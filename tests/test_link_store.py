@@ -183,3 +183,34 @@ def test_what_was_read_of_a_file_made_again_since_is_not_trusted(tmp_path: Path)
     assert len(graph) == 0 and graph.incoming("b.md") == []  # the notes are to be read and resolved again
     again = index.graph("p", notes, notes)
     assert [backlink.source for backlink in again.incoming("b.md")] == ["a.md"]
+
+
+async def test_broken_links_work_out_new_closest_hints_for_a_second_and_then_only_reuse_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At 100,000 files each new hint is a walk of every name (0.2 s): 50 broken links shown took 9 s.
+    from support.fakes import FakeClock
+
+    from teamvault_mcp.text import resolution
+
+    clock = FakeClock()
+    real = resolution._closest
+
+    def slow_closest(*args: object) -> str | None:
+        clock.advance(0.6)  # the call's budget sees this much spent on each new name
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resolution, "_closest", slow_closest)
+    with LocalVault(tmp_path / "vault") as vault:
+        for name in ("alpha", "bravo", "charlie"):
+            seeding.seed(vault, f"{name}.md", f"# {name}\n")
+        seeding.seed(vault, "links.md", "[[alphaa]]\n[[bravoo]]\n[[charliee]]\n")
+        async with session_on(vault, clock=clock, cache_dir=tmp_path / "cache") as session:
+            first = (await session.ok_text("broken_links")).splitlines()
+            assert first[1:4] == [
+                "links.md:1  [[alphaa]]  → closest: alpha.md",
+                "links.md:2  [[bravoo]]  → closest: bravo.md",
+                "links.md:3  [[charliee]]",  # past the second: no new walk
+            ]
+            again = (await session.ok_text("broken_links")).splitlines()
+            assert again[1:4] == [*first[1:3], "links.md:3  [[charliee]]  → closest: charlie.md"]

@@ -232,11 +232,13 @@ class VaultPaths:
             return None
         return path if path in spellings else spellings[0]
 
-    def closest(self, name: str) -> str | None:
-        """:func:`closest_note` in this vault, cached per name."""
+    def closest(self, name: str, *, known_only: bool = False) -> str | None:
+        """:func:`closest_note` in this vault, cached per name; ``known_only``: None unless cached already."""
         wanted = path_key(_display_name(name.strip()))
         if wanted in self._closest:
             return self._closest[wanted]
+        if known_only:
+            return None
         return _remember(self._closest, wanted, _closest(wanted, *self.display_names()) if wanted else None)
 
     def display_names(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
