@@ -4,12 +4,12 @@ against, so that a backlink, a broken link or an ambiguous one is an index looku
 The tables (:data:`SCHEMA`) live in the project's ``index.sqlite`` (``vault/index_db.py``) and so survive a
 restart; with no store they live in a private in-memory database (:class:`MemoryLinks`), the same code either way.
 
-- ``link_notes``: each note resolved, with the content hash its links were read from and how many it has;
+- ``link_paths``: every live file the rows were resolved against, with the row id by which ``links`` names notes
+  and files (a path written once, not in every link and every index entry: half the file's size); for a note
+  resolved, the content hash its links were read from and how many it has;
 - ``links``: each of its links (in order: ``n``), as written, with its :func:`~teamvault_mcp.text.resolution.name_key`
   and where it resolves (NULL: to no file) and whether it names a file several share;
-- ``link_paths``: every live file the rows were resolved against, with the row id by which the other two name
-  notes and files (a path written once, not in every link and every index entry: half the file's size);
-  ``link_state.revision`` counts its changes.
+- ``link_state.revision`` counts the changes of the paths.
 
 When files come or go (:meth:`LinkTable.sync`), the notes with a link to one of their names (or a link whose name
 any file may change: ``name`` NULL) are resolved again from their rows, and only those; a note whose path went is
@@ -30,8 +30,8 @@ from typing import NamedTuple, Protocol, TypeVar
 from teamvault_mcp.text.resolution import VaultPaths, name_key, names_of
 
 SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS link_paths (id INTEGER PRIMARY KEY AUTOINCREMENT, path BLOB NOT NULL UNIQUE)",
-    "CREATE TABLE IF NOT EXISTS link_notes (source INTEGER PRIMARY KEY, hash TEXT NOT NULL, links INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS link_paths (id INTEGER PRIMARY KEY AUTOINCREMENT, path BLOB NOT NULL UNIQUE,"
+    " hash TEXT, links INTEGER)",
     "CREATE TABLE IF NOT EXISTS links (source INTEGER NOT NULL, n INTEGER NOT NULL, target BLOB NOT NULL,"
     " markdown INTEGER NOT NULL, line INTEGER NOT NULL, raw BLOB NOT NULL, col INTEGER NOT NULL, name BLOB,"
     " resolved INTEGER, ambiguous INTEGER NOT NULL, PRIMARY KEY (source, n)) WITHOUT ROWID",
@@ -175,7 +175,6 @@ class LinkTable:
         for ids in _chunks(gone_ids):
             marks = ",".join("?" * len(ids))
             connection.execute(f"DELETE FROM links WHERE source IN ({marks})", ids)
-            connection.execute(f"DELETE FROM link_notes WHERE source IN ({marks})", ids)
         affected: set[int] = {row[0] for row in connection.execute("SELECT source FROM links WHERE name IS NULL")}
         for names in _chunks(sorted(names_of(gone | came))):
             marks = ",".join("?" * len(names))
@@ -221,8 +220,8 @@ class LinkTable:
                     for number, path in _ids(connection, chunk)
                 }
                 connection.executemany(
-                    "INSERT INTO link_notes (source, hash, links) VALUES (?, ?, ?)",
-                    ((ids[path], content_hash, len(links)) for path, content_hash, links in rows),
+                    "UPDATE link_paths SET hash = ?, links = ? WHERE id = ?",
+                    ((content_hash, len(links), ids[path]) for path, content_hash, links in rows),
                 )
                 connection.executemany(
                     "INSERT INTO links (source, n, target, markdown, line, raw, col, name, resolved, ambiguous)"
@@ -243,7 +242,7 @@ class LinkTable:
             ids = [row[0] for row in _ids(connection, chunk)]
             marks = ",".join("?" * len(ids))
             connection.execute(f"DELETE FROM links WHERE source IN ({marks})", ids)
-            connection.execute(f"DELETE FROM link_notes WHERE source IN ({marks})", ids)
+            connection.execute(f"UPDATE link_paths SET hash = NULL, links = NULL WHERE id IN ({marks})", ids)
 
     # -- what the tools ask -------------------------------------------------------------------------
 
@@ -251,9 +250,7 @@ class LinkTable:
         """Every note resolved: path → (the content hash its links were read from, how many links it has)."""
         with self._session() as (connection, store):
             found = Known((store, store.generation))
-            rows = connection.execute(
-                "SELECT p.path, n.hash, n.links FROM link_notes n JOIN link_paths p ON p.id = n.source"
-            )
+            rows = connection.execute("SELECT path, hash, links FROM link_paths WHERE hash IS NOT NULL")
             for source, content_hash, links in rows:
                 found[_text(source)] = (content_hash, links)
             return found
