@@ -45,8 +45,9 @@ _CHUNK = 500  # values per … IN (…)
 V = TypeVar("V")
 _LINK = "l.target, l.markdown, l.line, l.raw, l.col"
 _ID = "(SELECT id FROM link_paths WHERE path = ?)"  # a path's row: links and notes name files by it
-#: A link with its note's path and the path it resolves to.
-_JOINED = "FROM links l JOIN link_paths p ON p.id = l.source LEFT JOIN link_paths r ON r.id = l.resolved"
+#: A link with its note's path and the path it resolves to; the links first (CROSS JOIN keeps SQLite to that order),
+#: found by the index the WHERE names, never by a walk of every path (63 ms for no ambiguous link at 20,000 notes).
+_JOINED = "FROM links l CROSS JOIN link_paths p ON p.id = l.source LEFT JOIN link_paths r ON r.id = l.resolved"
 
 
 class LinkFact(NamedTuple):
