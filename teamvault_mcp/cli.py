@@ -90,7 +90,7 @@ def _run(argv: Sequence[str] | None, environ: Mapping[str, str] | None) -> int:
 def _local_option(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
     """``--local DIR`` from before the command or after it (``call --local DIR read_note ...``)."""
     before: str | None = args.local
-    after: str | None = getattr(args, "local_after", None)  # serve, check and call have it
+    after: str | None = getattr(args, "local_after", None)  # serve, check, call (and local-vault, to refuse it)
     if before is not None and after is not None and before != after:
         parser.error(f"--local is given twice, as {before} and as {after}: give it once")
     return after if after is not None else before
@@ -198,6 +198,8 @@ def _add_local_vault(commands: Commands[_Parser]) -> None:
         "TEAM_VAULT_PROJECT_ID on stdout, then serves until SIGINT or SIGTERM.",
     )
     vault.add_argument("--data", metavar="DIR", type=Path, default=_default_data_dir(), help="data directory")
+    # Taken only to be refused with the way to say it (--data DIR), not argparse's "invalid choice: 'DIR'".
+    vault.add_argument("--local", metavar="DIR", dest="local_after", help=argparse.SUPPRESS)
     vault.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     vault.add_argument("--port", type=int, default=8787, help="port; 0 picks a free one (default: 8787)")
     vault.add_argument(

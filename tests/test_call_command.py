@@ -50,6 +50,13 @@ def test_a_write_then_a_read(vault: LocalVault, capsys: pytest.CaptureFixture[st
     assert (code, out) == (0, as_read("# Plan\nship it\n"))
 
 
+def test_a_size_of_one_byte_is_said_in_the_singular(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
+    environ = env_for(vault)
+    assert call(capsys, environ, "write_note", "path=one.md", "content=x")[1].startswith("Created one.md (1 byte); ")
+    code, out, _ = call(capsys, environ, "write_note", "path=one.md", "content=xy", "mode=update")
+    assert code == 0 and out.startswith("Updated one.md (2 bytes); ")
+
+
 def test_a_tool_error_exits_1_with_the_agents_message(vault: LocalVault, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = call(capsys, env_for(vault), "read_note", "path=missing.md")
     assert (code, out) == (1, "Note not found: missing.md\n")
@@ -138,6 +145,15 @@ def test_json_args_from_stdin_with_pairs_on_top(
         (["read_note", "--json-args", "{path: 1}"], "--json-args is not valid JSON"),
         (["read_note", "--json-args", '["a.md"]'], "--json-args must be a JSON object"),
         (["read_note", "path=a.md", "section=[Plan"], "section takes a JSON array"),
+        (  # issue 31: the JSON is said to be invalid, where, and the example shows the argument's own shape
+            ["edit_note", "path=a.md", 'edits=[{"oldText": "x"'],
+            "edits takes a JSON array, and this is not valid JSON (Expecting ',' delimiter at character 17), "
+            'e.g. edits=\'[{"oldText": "- [ ] call", "newText": "- [x] call"}]\'',
+        ),
+        (
+            ["update_frontmatter", "path=a.md", "set={status"],
+            "set takes a JSON object, and this is not valid JSON",
+        ),
     ],
 )
 def test_a_bad_command_line_exits_2_and_sends_nothing(
@@ -269,6 +285,7 @@ def test_check_takes_local_after_the_command(tmp_path: Path, capsys: pytest.Capt
     [
         (["--local", "{dir}/a", "call", "--local", "{dir}/b", "whoami"], "--local is given twice, as "),
         (["--local", "{dir}/a", "local-vault"], "--local does not go with local-vault: give the data directory as"),
+        (["local-vault", "--local", "{dir}/a"], "--local does not go with local-vault: give the data directory as"),
         (["call", "whoami", "--lokal", "{dir}"], "unrecognized arguments: --lokal"),
     ],
 )

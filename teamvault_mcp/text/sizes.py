@@ -11,6 +11,11 @@ from __future__ import annotations
 from teamvault_mcp.errors import ResultTooLargeError
 
 
+def byte_count(size: int) -> str:
+    """``1 byte``, ``4,096 bytes``: a size as an answer says it."""
+    return "1 byte" if size == 1 else f"{size:,} bytes"
+
+
 def utf8_size(text: str) -> int:
     """Bytes of ``text`` in UTF-8 (ASCII, the usual note, without encoding it)."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))

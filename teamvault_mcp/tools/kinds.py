@@ -78,8 +78,16 @@ class Param:
         return KINDS[self.kind].check(self, value)
 
     def read(self, text: str) -> Any:
-        """The value a command line's ``name=text`` gives this argument (its check judges it afterwards)."""
-        return KINDS[self.kind].read(self.name, text)
+        """The value a command line's ``name=text`` gives this argument (its check judges it afterwards); text it
+        cannot read is a ``ValueError`` that shows this argument's example."""
+        kind = KINDS[self.kind]
+        try:
+            return kind.read(self.name, text)
+        except ValueError as error:
+            said = str(error)
+            if kind.example is None or ", e.g. " not in said:
+                raise
+            raise ValueError(f"{said.rpartition(', e.g. ')[0]}, e.g. {self.name}={kind.example}") from None
 
 
 # -- the kinds of arguments -------------------------------------------------------------------------
@@ -304,24 +312,27 @@ def read_number(name: str, text: str) -> Any:
 
 
 def read_json(name: str, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise ValueError(f"{name} takes JSON, e.g. {name}='[\"...\"]'") from None
+    return _json(name, text, "JSON", "'[\"...\"]'")
 
 
 def read_json_array(name: str, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise ValueError(f"{name} takes a JSON array, e.g. {name}='[\"...\"]'") from None
+    return _json(name, text, "a JSON array", "'[\"...\"]'")
 
 
 def read_json_object(name: str, text: str) -> Any:
+    return _json(name, text, "a JSON object", '\'{"status": "done"}\'')
+
+
+def _json(name: str, text: str, what: str, example: str) -> Any:
+    """``text`` read as JSON; else a ``ValueError`` that says where it stops being JSON (:meth:`Param.read` gives
+    the argument's own example in place of ``example``)."""
     try:
         return json.loads(text)
-    except ValueError:
-        raise ValueError(f'{name} takes a JSON object, e.g. {name}=\'{{"status": "done"}}\'') from None
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}" if "\n" in text else f"character {error.pos + 1}"
+        raise ValueError(
+            f"{name} takes {what}, and this is not valid JSON ({error.msg} at {where}), e.g. {name}={example}"
+        ) from None
 
 
 Reader = Callable[[str, str], Any]

@@ -32,6 +32,7 @@ from teamvault_mcp.text.note_paths import (
     names_folder,
 )
 from teamvault_mcp.text.paths import stored_path_of
+from teamvault_mcp.text.sizes import byte_count
 from teamvault_mcp.tools.answer import Answer
 from teamvault_mcp.tools.context import ToolContext, ToolOutput, sha256_hex
 from teamvault_mcp.tools.kinds import Param
@@ -127,7 +128,7 @@ def write_note(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     written = write_content(ctx, project_id, path, existing, data, mode=mode, expected=expected)
     size = written.file.size if written.file.size is not None else len(data)
     result = {"path": written.file.path, "action": "updated", "size": size, "contentHash": new_hash}
-    said = f"Updated {written.file.path} ({size:,} bytes); its contentHash is now {short_hash(new_hash)}."
+    said = f"Updated {written.file.path} ({byte_count(size)}); its contentHash is now {short_hash(new_hash)}."
     said += _md_added(given)
     return written_result(ctx, _given(result, given), written, said)
 
@@ -151,7 +152,7 @@ def _create_note(
         raise
     size = written.size if written.size is not None else len(data)
     result = {"path": written.path, "action": "created", "size": size, "contentHash": new_hash}
-    said = f"Created {written.path} ({size:,} bytes); its contentHash is {short_hash(new_hash)}.{_md_added(given)}"
+    said = f"Created {written.path} ({byte_count(size)}); its contentHash is {short_hash(new_hash)}.{_md_added(given)}"
     return result_with(_given(result, given), verified, said)
 
 
