@@ -224,10 +224,10 @@ async def test_a_refused_key_and_an_unknown_project_are_explained_in_english(vau
     assert refused == (
         "GET /api/auth/me → HTTP 401 (unauthorized): the server refused the API key: it is wrong, revoked or "
         "expired. The key is set in TEAM_VAULT_API_KEY; run `teamvault-mcp check` to diagnose it, or create a new "
-        'key in Team Vault (Settings → API keys). Server said: "Требуется авторизация"'
+        'key in Team Vault (Settings → API keys). Server said: "Authentication required"'
     )
     assert unknown.startswith(
         "GET /api/projects/no-such-project/files?path=a.md → HTTP 404 (not_found): no such project, or the key's "
         "user is not a member of it. Call list_projects"
     )
-    assert unknown.endswith('Server said: "Проект не найден"')
+    assert unknown.endswith('Server said: "Project not found"')

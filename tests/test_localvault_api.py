@@ -40,10 +40,10 @@ LIST_FIELDS = {
 }
 CREATE_FIELDS = {"id", "path", "fileType", "contentHash", "size", "mimeType", "createdAt", "updatedAt"}
 REPLACE_FIELDS = {"id", "path", "fileType", "contentHash", "size", "mimeType", "updatedAt"}
-PROJECT_NOT_FOUND = "Проект не найден"
-FILE_NOT_FOUND = "Файл не найден"
-FOLDER_NOT_FOUND = "Папка пуста или не найдена"
-BAD_FOLDER_PATH = "Недопустимый путь папки"
+PROJECT_NOT_FOUND = "Project not found"
+FILE_NOT_FOUND = "File not found"
+FOLDER_NOT_FOUND = "Folder is empty or not found"
+BAD_FOLDER_PATH = "Invalid folder path"
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -536,7 +536,7 @@ def test_post_onto_a_tombstone_revives_the_same_id_with_201(api: Api) -> None:
 def test_post_onto_a_live_path_is_409_path_exists_even_with_identical_bytes(api: Api) -> None:
     """§3.2 step 6: the REST create is not idempotent."""
     file = api.created("a.md", b"same")
-    assert_error(api.create("a.md", b"same"), 409, "path_exists", "Файл с таким путём уже существует")
+    assert_error(api.create("a.md", b"same"), 409, "path_exists", "A file with this path already exists")
     assert_error(api.create("./a.md", b"other"), 409, "path_exists")
     assert api.download(file["id"]).content == b"same"
     assert len(operations(api)) == 1
@@ -555,7 +555,7 @@ def test_post_below_a_file_is_409_path_blocked(api: Api) -> None:
     """§3.2 step 7 (inferred): a parent segment that is a live file blocks the path."""
     api.created("a", b"file named a")
     message = assert_error(api.create("a/b/c.md"), 409, "path_blocked")
-    assert "«a»" in message
+    assert "“a”" in message
     assert api.paths() == ["a"]
 
 
@@ -609,7 +609,9 @@ def test_post_without_a_path_is_400_path_required(api: Api, path: str | None) ->
     files: dict[str, Any] = {"file": ("a.md", b"x", "text/markdown")}
     if path is not None:
         files["path"] = (None, path)
-    assert_error(api.request("POST", api.files_route, files=files), 400, "path_required", "Параметр path обязателен")
+    assert_error(
+        api.request("POST", api.files_route, files=files), 400, "path_required", "The path parameter is required"
+    )
 
 
 def test_post_with_the_path_sent_as_a_file_is_400_path_required(api: Api) -> None:
@@ -621,7 +623,7 @@ def test_post_with_the_path_sent_as_a_file_is_400_path_required(api: Api) -> Non
 def test_post_without_a_file_is_400_file_required(api: Api) -> None:
     """§3.2 step 3: ``file`` missing, or a plain field instead of a file part."""
     missing = api.request("POST", api.files_route, files={"path": (None, "a.md")})
-    assert_error(missing, 400, "file_required", "Файл обязателен")
+    assert_error(missing, 400, "file_required", "A file is required")
     plain = api.request("POST", api.files_route, files={"path": (None, "a.md"), "file": (None, "text")})
     assert_error(plain, 400, "file_required")
     assert api.paths() == []
@@ -645,7 +647,7 @@ def test_post_checks_path_required_before_file_required_before_invalid_path(api:
 def test_post_without_multipart_is_400_expected_multipart(api: Api, content_type: str, body: bytes) -> None:
     """§3.2 step 1: a Content-Type that is not multipart/form-data → 400 ``expected_multipart``."""
     response = api.request("POST", api.files_route, data=body, headers={"Content-Type": content_type})
-    assert_error(response, 400, "expected_multipart", "Ожидается multipart/form-data")
+    assert_error(response, 400, "expected_multipart", "multipart/form-data is expected")
 
 
 def test_post_accepts_multipart_in_any_letter_case(api: Api) -> None:
@@ -670,7 +672,7 @@ def small_vault(limited_vault: LocalVault, http: requests.Session) -> Api:
 
 def test_post_over_max_file_size_is_400_file_too_large_and_equal_is_allowed(small_vault: Api) -> None:
     """§3.2 step 5/§12: size > MAX_FILE_SIZE → 400 ``file_too_large``; exactly the limit is allowed."""
-    assert_error(small_vault.create("big.md", b"x" * 11), 400, "file_too_large", "Файл больше 10 байт")
+    assert_error(small_vault.create("big.md", b"x" * 11), 400, "file_too_large", "File larger than 10 bytes")
     assert small_vault.create("ten.md", b"x" * 10).status_code == 201
     assert small_vault.paths() == ["ten.md"]
 
@@ -804,7 +806,7 @@ def test_patch_onto_a_live_note_is_409_path_exists(api: Api) -> None:
     """§3.5: a live file at ``newPath`` → 409, nothing changes."""
     file = api.created("a.md")
     api.created("b.md")
-    assert_error(api.move(file["id"], "b.md"), 409, "path_exists", "Файл с таким путём уже существует")
+    assert_error(api.move(file["id"], "b.md"), 409, "path_exists", "A file with this path already exists")
     assert api.paths() == ["a.md", "b.md"]
 
 
@@ -996,7 +998,7 @@ def test_folder_patch_onto_the_same_path_moves_nothing(api: Api, new_path: str) 
 def test_folder_patch_into_itself_is_400_invalid_path(api: Api) -> None:
     """§5.1: ``a`` → ``a/b`` is refused."""
     api.created("a/x.md")
-    assert_error(api.move_folder("a", "a/b"), 400, "invalid_path", "Нельзя переместить папку внутрь себя")
+    assert_error(api.move_folder("a", "a/b"), 400, "invalid_path", "A folder cannot be moved into itself")
     assert api.paths() == ["a/x.md"]
 
 
@@ -1016,7 +1018,7 @@ def test_folder_patch_onto_a_taken_target_is_409_path_exists_and_moves_nothing(a
     api.created("dst/b.md")
     before = operations(api)
     message = assert_error(api.move_folder("src", "dst"), 409, "path_exists")
-    assert message == "Путь уже занят: dst/b.md"
+    assert message == "The path is already taken: dst/b.md"
     assert operations(api) == before
     assert api.paths() == ["dst/b.md", "src/a.md", "src/b.md"]
 
@@ -1321,3 +1323,15 @@ def test_a_given_api_key_is_not_written_to_the_key_file(tmp_path: Path, http: re
     with LocalVault(tmp_path / "old", api_key=given) as vault:
         assert vault.api_key == given
         assert (tmp_path / "old" / "api-key").read_text().strip() == generated
+
+
+def test_the_local_vault_speaks_english() -> None:
+    # Issue 31: it answered "Требуется авторизация", "Нет такого маршрута"; the codes and shapes stay the real server's.
+    import teamvault_mcp.localvault as package
+
+    cyrillic = re.compile("[\u0400-\u04ff]")
+    said = {
+        source.name: [line.strip() for line in source.read_text().splitlines() if cyrillic.search(line)]
+        for source in Path(package.__file__).parent.glob("*.py")
+    }
+    assert {name: lines for name, lines in said.items() if lines} == {}

@@ -221,7 +221,7 @@ def test_a_malformed_multipart_body_is_400_expected_multipart(unchanged: Project
     """§3.2 step 1: a body that is not well-formed multipart/form-data is refused as ``expected_multipart``."""
     content_type, body = MALFORMED_MULTIPART[case]
     response = unchanged.request("POST", unchanged.files, data=body, headers={"Content-Type": content_type})
-    assert_error(response, 400, "expected_multipart", "Ожидается multipart/form-data")
+    assert_error(response, 400, "expected_multipart", "multipart/form-data is expected")
 
 
 def test_a_multipart_body_without_the_closing_boundary_does_not_hang_on_keep_alive(unchanged: Project) -> None:
@@ -594,7 +594,7 @@ def test_patch_to_a_nul_traversal_or_reserved_path_is_400_invalid_path(project: 
 def test_folder_patch_to_a_nul_traversal_or_reserved_path_is_400_invalid_path(project: Project, path: str) -> None:
     """§5.1: a refused ``newPath`` → 400 ``invalid_path``, "invalid folder path"."""
     response = project.request("PATCH", project.folders, json={"path": "dir", "newPath": path})
-    assert_error(response, 400, "invalid_path", "Недопустимый путь папки")
+    assert_error(response, 400, "invalid_path", "Invalid folder path")
 
 
 STORED_GATE_REFUSALS = ["a\0b.md", "../a.md", "..", "/a.md", ".versions/a.md", "dir/.staging/x", "x\\..\\a.md"]
@@ -619,7 +619,7 @@ def test_list_of_a_client_reserved_name_is_allowed_on_reads(project: Project, pa
 def test_folder_delete_of_a_refused_path_is_400_invalid_path(project: Project, path: str) -> None:
     """§5.2: ``path`` refused by the stored gate → 400 ``invalid_path``."""
     response = project.request("DELETE", project.folders, params={"path": path})
-    assert_error(response, 400, "invalid_path", "Недопустимый путь папки")
+    assert_error(response, 400, "invalid_path", "Invalid folder path")
 
 
 # -- Idempotency-Key ------------------------------------------------------------------------------------

@@ -36,9 +36,9 @@ from teamvault_mcp.localvault.streaming import CHUNK_SIZE
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 30.0  # generous, for a loaded machine: answers come in milliseconds
-NO_FOLDER = "Папка пуста или не найдена"
-BLOBS_MISSING = "Файлы папки отсутствуют в хранилище"
-PROJECT_NOT_FOUND = "Проект не найден"
+NO_FOLDER = "Folder is empty or not found"
+BLOBS_MISSING = "The folder's files are missing from storage"
+PROJECT_NOT_FOUND = "Project not found"
 BIG_NOTES = 5000
 
 
@@ -329,7 +329,7 @@ def test_the_folder_is_the_stored_form_of_the_path_so_a_trailing_slash_goes(api:
 def test_a_missing_or_empty_path_is_400_missing_path(api: Api, query_string: str) -> None:
     """§5.3: no folder given → 400 ``missing_path`` (an empty ``path=`` too, as ``!raw`` is on the server)."""
     api.create("notes/a.md")
-    assert_error(api.get(api.download_route + query_string), 400, "missing_path", "Не указана папка")
+    assert_error(api.get(api.download_route + query_string), 400, "missing_path", "No folder given")
 
 
 @pytest.mark.parametrize(
@@ -462,8 +462,8 @@ def test_without_folder_download_the_route_answers_as_an_unknown_route(tmp_path:
         for key in (without.api_key, None):
             caller = Api(without, http, key, without.project_id)
             response, expected = caller.download("notes"), caller.get(unknown)
-            assert_error(response, 404, "not_found", f"Нет такого маршрута: {api.download_route}")
-            assert_error(expected, 404, "not_found", f"Нет такого маршрута: {unknown}")
+            assert_error(response, 404, "not_found", f"No such route: {api.download_route}")
+            assert_error(expected, 404, "not_found", f"No such route: {unknown}")
             assert response.headers.get("Allow") is None
         assert sorted(api.listed()) == ["notes/a.md"]
         assert ("GET", api.download_route) not in without.faults.seen  # as unknown as any other: never routed
@@ -483,7 +483,7 @@ def test_the_local_vault_command_without_folder_download_leaves_the_route_out(tm
             route, params={"path": "x"}, headers={"X-API-Key": announced["TEAM_VAULT_API_KEY"]}, timeout=TIMEOUT
         )
         assert_error(response, 404, "not_found")
-        assert response.json()["error"]["message"].startswith("Нет такого маршрута")
+        assert response.json()["error"]["message"].startswith("No such route")
     finally:
         process.terminate()
         process.communicate(timeout=TIMEOUT)

@@ -149,12 +149,12 @@ class VaultHandler(BaseHTTPRequestHandler):
         body = self._read_body(length) if user is not None else self._leave_body(length)
         route = route_of(path, routes_of(self.state))
         if route is None:
-            return Answer.error(VaultError(404, "not_found", f"Нет такого маршрута: {path}"))
+            return Answer.error(VaultError(404, "not_found", f"No such route: {path}"))
         params, methods = route
         name = methods.get(self.command)
         if name is None:
             allowed = ", ".join(sorted(methods))
-            answer = Answer.error(VaultError(405, "method_not_allowed", f"Метод {self.command} не поддерживается"))
+            answer = Answer.error(VaultError(405, "method_not_allowed", f"Method {self.command} is not supported"))
             answer.headers = (("Allow", allowed),)
             return answer
         fault = self.state.faults.take(self.command, path)
@@ -165,7 +165,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         if name == "preflight":
             return Answer(204, b"", None, cors())
         if user is None:
-            return Answer.error(VaultError(401, "unauthorized", "Требуется авторизация"))
+            return Answer.error(VaultError(401, "unauthorized", "Authentication required"))
         if_match = self.headers.get_all("If-Match") if self.state.conditional_writes else None
         request = Request(
             self.command,
@@ -197,7 +197,7 @@ class VaultHandler(BaseHTTPRequestHandler):
         if request.params:  # every /api/projects/:id/... route
             role = self.state.store.role_in(request.project_id, request.user)
             if request.method in WRITE_METHODS and role not in EDIT_ROLES:
-                raise VaultError(403, "forbidden", "Недостаточно прав")
+                raise VaultError(403, "forbidden", "Insufficient permissions")
 
     def _guarded(self, request: Request, handle: Callable[[Request], Answer]) -> Answer:
         if request.fault is not None and request.fault.kind == "delay":

@@ -119,11 +119,11 @@ class FolderArchive:
 def folder_archive(store: Store, project_id: str, raw_path: str | None) -> FolderArchive:
     """The archive of folder ``raw_path``, or the VaultError the real server answers instead."""
     if not raw_path:
-        raise VaultError(400, "missing_path", "Не указана папка")
+        raise VaultError(400, "missing_path", "No folder given")
     folder = gate(raw_path, incoming=False)  # 400 invalid_path with the gate's own message
     listed = store.contents_under(project_id, folder)
     if not listed:
-        raise not_found("Папка пуста или не найдена")
+        raise not_found("Folder is empty or not found")
     entries, missing = [], []
     for entry in map(ArchiveEntry._make, listed):
         if store.blob_path(entry.content_hash).is_file():
@@ -135,7 +135,7 @@ def folder_archive(store: Store, project_id: str, raw_path: str | None) -> Folde
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         log.error("folder archive of %s: %d files have no blob on disk, left out: %s", folder, len(missing), shown)
     if not entries:
-        raise not_found("Файлы папки отсутствуют в хранилище", "files_missing_on_disk")
+        raise not_found("The folder's files are missing from storage", "files_missing_on_disk")
     return FolderArchive(folder, entries, store.blob_path)
 
 

@@ -38,7 +38,7 @@ def idempotent(state: VaultState, request: Request, run: Callable[[Request], Ans
     if key is None or not state.idempotency:
         return run(request)
     if not key.strip() or len(key) > 255:
-        return Answer.error(VaultError(400, "invalid_idempotency_key", "Некорректный Idempotency-Key"))
+        return Answer.error(VaultError(400, "invalid_idempotency_key", "Invalid Idempotency-Key"))
     scope: Scope = (request.user.id, request.method, request.path, key)
     fingerprint = fingerprint_of(request)
     # Under the lock, a key is either running (in_flight) or answered (remembered): an
@@ -53,7 +53,7 @@ def idempotent(state: VaultState, request: Request, run: Callable[[Request], Ans
     if running is not None:
         if running != fingerprint:
             return key_mismatch()
-        return Answer.error(VaultError(409, "idempotency_key_in_use", "Запрос с этим ключом ещё выполняется"))
+        return Answer.error(VaultError(409, "idempotency_key_in_use", "A request with this key is still in progress"))
     if remembered is not None:
         if remembered.fingerprint != fingerprint:
             return key_mismatch()
@@ -103,7 +103,7 @@ def fingerprint_of(request: Request) -> str:
 
 
 def key_mismatch() -> Answer:
-    return Answer.error(VaultError(422, "idempotency_key_mismatch", "Ключ уже использован для другого запроса"))
+    return Answer.error(VaultError(422, "idempotency_key_mismatch", "The key was already used for another request"))
 
 
 def remembered_answer(

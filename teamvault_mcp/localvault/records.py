@@ -43,7 +43,7 @@ class VaultError(Exception):
         self.headers = headers
 
 
-def not_found(message: str = "Файл не найден", code: str = "not_found") -> VaultError:
+def not_found(message: str = "File not found", code: str = "not_found") -> VaultError:
     return VaultError(404, code, message)
 
 

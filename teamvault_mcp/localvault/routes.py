@@ -100,17 +100,17 @@ class Routes:
 
     def route_create_file(self, request: Request) -> Answer:
         if not request.content_type.lower().startswith("multipart/form-data"):
-            raise VaultError(400, "expected_multipart", "Ожидается multipart/form-data")
+            raise VaultError(400, "expected_multipart", "multipart/form-data is expected")
         try:
             form = parse_form(request.content_type, request.body)
         except MultipartError:
-            raise VaultError(400, "expected_multipart", "Ожидается multipart/form-data") from None
+            raise VaultError(400, "expected_multipart", "multipart/form-data is expected") from None
         path = _text_field(form.get("path"))
         if not path:
-            raise VaultError(400, "path_required", "Параметр path обязателен")
+            raise VaultError(400, "path_required", "The path parameter is required")
         file = form.get("file")
         if file is None or file.filename is None:
-            raise VaultError(400, "file_required", "Файл обязателен")
+            raise VaultError(400, "file_required", "A file is required")
 
         def create(change: Change) -> Answer:
             created = self.state.store.create(change, path, file.data, file.content_type)
@@ -130,7 +130,7 @@ class Routes:
     def route_move(self, request: Request) -> Answer:
         new_path = _json_body(request.body).get("newPath")
         if not isinstance(new_path, str) or not new_path:
-            raise VaultError(400, "invalid_body", "newPath: ожидается непустая строка")
+            raise VaultError(400, "invalid_body", "newPath: a non-empty string is expected")
 
         def move(change: Change) -> Answer:
             moved = self.state.store.move(change, request.params[1], new_path, request.precondition)
@@ -161,7 +161,7 @@ class Routes:
         body = _json_body(request.body)
         path, new_path = body.get("path"), body.get("newPath")
         if not isinstance(path, str) or not path or not isinstance(new_path, str) or not new_path:
-            raise VaultError(400, "invalid_body", "path и newPath: ожидаются непустые строки")
+            raise VaultError(400, "invalid_body", "path and newPath: non-empty strings are expected")
         return self.change(
             request, lambda change: Answer.json(200, self.state.store.move_folder(change, path, new_path))
         )
@@ -169,7 +169,7 @@ class Routes:
     def route_delete_folder(self, request: Request) -> Answer:
         folder = request.arg("path")
         if not folder:
-            raise VaultError(400, "invalid_path", "Недопустимый путь папки")
+            raise VaultError(400, "invalid_path", "Invalid folder path")
         return self.change(request, lambda change: Answer.json(200, self.state.store.delete_folder(change, folder)))
 
 
@@ -179,7 +179,7 @@ def _json_body(body: bytes) -> dict[str, Any]:
     except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested beyond the parser's depth
         value = None
     if not isinstance(value, dict):
-        raise VaultError(400, "invalid_body", "Некорректное тело запроса: ожидается JSON-объект")
+        raise VaultError(400, "invalid_body", "Invalid request body: a JSON object is expected")
     return value
 
 

@@ -130,7 +130,7 @@ class Store(Database):
                 "SELECT role FROM members WHERE project_id = ? AND user_id = ?", (project_id, user.id)
             ).fetchone()
         if row is None:
-            raise not_found("Проект не найден")
+            raise not_found("Project not found")
         return str(row[0])
 
     def projects_of(self, user: User) -> list[dict[str, Any]]:
@@ -150,7 +150,7 @@ class Store(Database):
                 (project_id, user.id),
             ).fetchone()
         if row is None:
-            raise not_found("Проект не найден")
+            raise not_found("Project not found")
         return _project_json(row)
 
     # -- files: reads ----------------------------------------------------------------------------
@@ -198,7 +198,7 @@ class Store(Database):
             file = self.live_file(db, project_id, file_id)
         content = self.get_blob(file.content_hash)
         if content is None:
-            raise not_found("Файл отсутствует в хранилище", "file_missing_on_disk")
+            raise not_found("The file is missing from storage", "file_missing_on_disk")
         return file, content
 
     def contents_under(self, project_id: str, folder: str) -> list[tuple[str, str, str]]:
@@ -245,14 +245,14 @@ class Store(Database):
             ).fetchone()
         content = self.get_blob(row[0]) if row else None
         if content is None:
-            raise not_found("Версия не найдена")
+            raise not_found("Version not found")
         return content
 
     # -- files: writes (each inside a transaction the caller opened with write()) ---------------
 
     def check_size(self, content: bytes) -> None:
         if self.max_file_size is not None and len(content) > self.max_file_size:
-            raise VaultError(400, "file_too_large", f"Файл больше {self.max_file_size} байт")
+            raise VaultError(400, "file_too_large", f"File larger than {self.max_file_size} bytes")
 
     def create(self, change: Change, raw_path: str, content: bytes, part_type: str | None) -> FileRow:
         """``POST /files``: a new note, or the revival of a tombstone at the path (same id)."""
@@ -263,7 +263,7 @@ class Store(Database):
             "SELECT id, deleted_at FROM files WHERE project_id = ? AND path = ?", (project_id, path)
         ).fetchone()
         if existing is not None and existing[1] is None:
-            raise VaultError(409, "path_exists", "Файл с таким путём уже существует")
+            raise VaultError(409, "path_exists", "A file with this path already exists")
         _check_not_blocked(db, project_id, path)
         mime_type = mime_type_for(path, part_type)
         file_type = file_type_for(path, mime_type)
@@ -319,7 +319,7 @@ class Store(Database):
         if new_path == file.path:
             return file
         if db.execute("SELECT 1 FROM files WHERE project_id = ? AND path = ?", (project_id, new_path)).fetchone():
-            raise VaultError(409, "path_exists", "Файл с таким путём уже существует")
+            raise VaultError(409, "path_exists", "A file with this path already exists")
         _check_not_blocked(db, project_id, new_path)
         stamp = now_iso()
         db.execute("UPDATE files SET path = ?, updated_at = ? WHERE id = ?", (new_path, stamp, file_id))
@@ -343,15 +343,15 @@ class Store(Database):
         if folder == target:
             return {"path": target, "moved": 0}
         if target.startswith(folder + "/"):
-            raise VaultError(400, "invalid_path", "Нельзя переместить папку внутрь себя")
+            raise VaultError(400, "invalid_path", "A folder cannot be moved into itself")
         files = self._live_under(db, project_id, folder)
         if not files:
-            raise not_found("Папка пуста или не найдена")
+            raise not_found("Folder is empty or not found")
         moves = [(file, target + file.path[len(folder) :]) for file in files]
         live = "SELECT 1 FROM files WHERE project_id = ? AND path = ? AND deleted_at IS NULL"
         taken = [new_path for _, new_path in moves if db.execute(live, (project_id, new_path)).fetchone()]
         if taken:
-            raise VaultError(409, "path_exists", "Путь уже занят: " + ", ".join(taken))
+            raise VaultError(409, "path_exists", "The path is already taken: " + ", ".join(taken))
         moved, failed = 0, []
         for file, new_path in moves:
             if db.execute("SELECT 1 FROM files WHERE project_id = ? AND path = ?", (project_id, new_path)).fetchone():
@@ -365,7 +365,7 @@ class Store(Database):
         folder = _folder_gate(raw_path, incoming=False)
         files = self._live_under(change.db, change.project_id, folder)
         if not files:
-            raise not_found("Папка пуста или не найдена")
+            raise not_found("Folder is empty or not found")
         for file in files:
             self.delete(change, file.id)
         return {"path": folder, "deleted": len(files)}
@@ -420,12 +420,15 @@ def check_precondition(file: FileRow, expected: IfMatch | None) -> None:
         return
     if current is None:
         raise VaultError(
-            412, "precondition_failed", "Файл удалён: условие If-Match не выполнено", fields={"currentHash": None}
+            412,
+            "precondition_failed",
+            "The file was deleted: the If-Match condition failed",
+            fields={"currentHash": None},
         )
     raise VaultError(
         412,
         "precondition_failed",
-        "Содержимое файла изменилось: If-Match не совпадает с текущим хешем",
+        "The file's content changed: If-Match does not match the current hash",
         fields={"currentHash": current},
         headers=(("ETag", entity_tag(current)),),
     )
@@ -516,11 +519,11 @@ def _blocker(db: sqlite3.Connection, project_id: str, path: str) -> str | None:
 def _check_not_blocked(db: sqlite3.Connection, project_id: str, path: str) -> None:
     blocker = _blocker(db, project_id, path)
     if blocker is not None:
-        raise VaultError(409, "path_blocked", f"Путь «{path}» занят файлом «{blocker}»")
+        raise VaultError(409, "path_blocked", f"The path “{path}” is taken by the file “{blocker}”")
 
 
 def _folder_gate(raw: str, *, incoming: bool) -> str:
     try:
         return gate(raw.rstrip("/"), incoming=incoming)
     except VaultError:
-        raise VaultError(400, "invalid_path", "Недопустимый путь папки") from None
+        raise VaultError(400, "invalid_path", "Invalid folder path") from None
