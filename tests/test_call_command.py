@@ -95,6 +95,7 @@ def test_the_result_is_the_one_an_mcp_client_gets(
         assert shown.get("structuredContent") == expected.structured_content
         assert ("structuredContent" in shown) is structured and len(shown["content"]) == 1
         assert shown["isError"] is expected.is_error is (code == 1)
+        assert set(shown) <= {"content", "structuredContent", "isError"}  # no "resultType": the wire has none
     assert any(expected.is_error for expected in anyio.run(over_mcp))  # the comparison covers an error too
 
 

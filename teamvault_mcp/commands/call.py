@@ -85,6 +85,7 @@ def call(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return 128 + stopped_by
     if args.json:
         wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        wire.pop("resultType", None)  # the SDK model's own field: the server's answer on the wire has none
         sys.stdout.write(json.dumps(wire, ensure_ascii=False, indent=2) + "\n")
     else:
         text = "\n".join(block.text for block in result.content if block.type == "text")
