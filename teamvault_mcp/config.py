@@ -133,7 +133,12 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     required = ("TEAM_VAULT_URL", "TEAM_VAULT_API_KEY") if key_required else ("TEAM_VAULT_URL",)
     missing = [name for name in required if not environ.get(name, "").strip()]
     if missing:
-        raise ConfigError(f"{' and '.join(missing)} must be set. {USAGE}")
+        without = (
+            " To try it without a server: teamvault-mcp --local DIR (an embedded vault kept in DIR)."
+            if "TEAM_VAULT_URL" in missing
+            else ""
+        )
+        raise ConfigError(f"{' and '.join(missing)} must be set.{without} {USAGE}")
 
     base_url = _base_url(environ["TEAM_VAULT_URL"], problems)
     api_key = environ.get("TEAM_VAULT_API_KEY", "").strip() if key_required else ""

@@ -270,7 +270,9 @@ def test_ctrl_c_ends_the_server_in_a_terminal(tmp_path: Path) -> None:
     finally:
         os.close(leader)
     assert code == 130
-    assert stderr == "teamvault-mcp: stopped by SIGINT\n"
+    from teamvault_mcp.commands.serve import TERMINAL_HINT
+
+    assert stderr == TERMINAL_HINT + "teamvault-mcp: stopped by SIGINT\n"  # (the hint: stdin is a terminal here)
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
@@ -307,3 +309,37 @@ def test_a_signal_cancels_the_calls_in_flight_and_audits_them(tmp_path: Path, ho
     assert hang_ended and hang_ended[0] - signalled_at < STOP_LIMIT  # the request was dropped, not waited out
     [line] = [json.loads(line) for line in audit.read_text().splitlines()]
     assert (line["tool"], line["outcome"], line["paths"]) == ("write_note", "cancelled", ["inbox/a.md"])
+
+
+def test_started_in_a_terminal_it_says_what_it_is_waiting_for(tmp_path: Path) -> None:
+    # Issue 31: a bare `teamvault-mcp` typed in a terminal printed nothing and sat there.
+    import pty
+
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "teamvault_mcp", "--local", str(tmp_path / "vault")]
+    child = subprocess.Popen(command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+    os.close(follower)
+    try:
+        said = b""
+        while b"Ctrl-C stops it." not in said:
+            ready, _, _ = select.select([child.stderr], [], [], 60)
+            assert ready, f"nothing more on stderr; so far: {said!r}"
+            chunk = os.read(child.stderr.fileno(), 4096)  # type: ignore[union-attr]
+            assert chunk, f"stderr closed; it said: {said!r}"
+            said += chunk
+        text = said.decode()
+        assert "speaks MCP (JSON-RPC) on stdin and stdout" in text and "teamvault-mcp call list_notes" in text
+    finally:
+        child.kill()
+        child.communicate(timeout=30)
+        os.close(leader)
+
+
+def test_a_start_without_a_server_names_the_way_to_try_it_without_one() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "teamvault_mcp"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        env=child_env(), timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0 and "TEAM_VAULT_URL and TEAM_VAULT_API_KEY must be set." in result.stderr
+    assert "To try it without a server: teamvault-mcp --local DIR" in result.stderr
+    assert "JSON-RPC" not in result.stderr  # stdin is no terminal: no hint

@@ -16,6 +16,21 @@ from teamvault_mcp.config import load_config
 from teamvault_mcp.errors import ConfigError
 from teamvault_mcp.vault.ahead import ConnectionsAhead
 
+#: Said on stderr when the stdio server starts in a terminal.
+TERMINAL_HINT = (
+    f"{PROG} speaks MCP (JSON-RPC) on stdin and stdout: an MCP host starts it and talks to it (README: Quick start).\n"
+    f"To try it by hand: {PROG} call list_notes (one tool call), {PROG} check (the configuration and the vault), "
+    f"and --local DIR for an embedded vault without a server. Ctrl-C stops it.\n"
+)
+
+
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):  # a closed stream
+        return False
+
 
 def serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if getattr(args, "http", None) is not None:
@@ -29,6 +44,8 @@ def serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     except ConfigError as error:
         return config_failure(error)
     configure_logging(config.log_level, config.api_key)
+    if _is_terminal(sys.stdin):  # someone typed the command: nothing on the screen would say what it waits for
+        sys.stderr.write(TERMINAL_HINT)
     # The connections to the server open (TCP, TLS) while the SDK is imported, not after: a call sent the
     # moment initialize is answered finds them ready.
     ahead = ConnectionsAhead(config.base_url)
