@@ -324,3 +324,21 @@ def kinds_named(kind: str) -> set[str]:
     from teamvault_mcp.tools.table import TOOLS
 
     return {param.name for tool in TOOLS for param in tool.params if param.kind == kind}
+
+
+def test_local_ignores_an_inherited_project_id_of_another_vault(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 31: TEAM_VAULT_PROJECT_ID left in the shell by a server made every --local call "no such project".
+    data = str(tmp_path / "local")
+    assert main(["--local", data, "call", "write_note", "path=a.md", "content=kept\n"], {}) == 0
+    capsys.readouterr()
+    assert main(["--local", data, "call", "list_notes"], {"TEAM_VAULT_PROJECT_ID": "cm3x9a7b00001"}) == 0
+    out, err = capsys.readouterr()
+    assert "a.md" in out
+    assert err.count("\n") == 1 and "TEAM_VAULT_PROJECT_ID=cm3x9a7b00001 is ignored: it names no project" in err
+    with LocalVault(tmp_path / "local") as vault:
+        own = vault.project_id
+    assert main(["--local", data, "call", "list_notes"], {"TEAM_VAULT_PROJECT_ID": own}) == 0
+    out, err = capsys.readouterr()
+    assert "a.md" in out and "ignored" not in err

@@ -14,8 +14,12 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from teamvault_mcp.commands.shared import PROG, configure_logging, log_level
+
+if TYPE_CHECKING:
+    from teamvault_mcp.localvault import LocalVault
 
 
 def on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callable[[Mapping[str, str]], int]) -> int:
@@ -44,7 +48,7 @@ def on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callable
             **environ,
             "TEAM_VAULT_URL": vault.url,
             "TEAM_VAULT_API_KEY": vault.api_key,
-            "TEAM_VAULT_PROJECT_ID": environ.get("TEAM_VAULT_PROJECT_ID") or vault.project_id,
+            "TEAM_VAULT_PROJECT_ID": _project_of(vault, environ.get("TEAM_VAULT_PROJECT_ID", "").strip()),
             "TEAM_VAULT_CACHE_NAMESPACE": f"local vault {vault.data_dir.resolve()}",
             # A local vault holds one project: the tools' schemas need no projectId (README: Configuration).
             "TEAM_VAULT_SINGLE_PROJECT": environ.get("TEAM_VAULT_SINGLE_PROJECT") or "1",
@@ -52,6 +56,20 @@ def on_local_vault(data_dir: Path, environ: Mapping[str, str], command: Callable
         return command(local)
     finally:
         vault.stop()
+
+
+def _project_of(vault: LocalVault, inherited: str) -> str:
+    """The project the calls use: ``inherited`` (TEAM_VAULT_PROJECT_ID) when it names one of this vault's, else the
+    vault's own; an inherited id of another vault (a server's, left in the shell) is said to be ignored."""
+    if inherited and inherited != vault.project_id:
+        owner = vault.store.owner_of(vault.project_id)
+        if any(project["id"] == inherited for project in vault.store.projects_of(owner)):
+            return inherited
+        sys.stderr.write(
+            f"{PROG}: TEAM_VAULT_PROJECT_ID={inherited} is ignored: it names no project of the local vault in "
+            f"{vault.data_dir}; the calls use its own project ({vault.project_id})\n"
+        )
+    return vault.project_id
 
 
 def _data_dir_problem(data_dir: Path) -> str | None:
