@@ -262,7 +262,10 @@ def _add_keys(vault: argparse.ArgumentParser) -> None:
         "missing); repeatable",
     )
     key_revoke = key_commands.add_parser("revoke", parents=[key_data], help="revoke the key(s) with this prefix")
-    key_revoke.add_argument("prefix", help="a key prefix as list shows it, or the whole key")
+    key_revoke.add_argument("prefix", help="a key's prefix as list shows it (all 12 characters), or the whole key")
+    key_revoke.add_argument(
+        "--force", action="store_true", help="revoke the start key too (the running vault and its clients use it)"
+    )
 
 
 class _Parser(argparse.ArgumentParser):

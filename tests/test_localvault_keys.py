@@ -174,29 +174,43 @@ def test_a_revoked_key_is_refused_at_once_by_the_running_vault(
     assert [line[4] for line in listed(capsys, data)] == ["start"]
 
 
-def test_revoke_takes_a_shorter_prefix_or_the_whole_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_revoke_takes_the_whole_listed_prefix_or_the_whole_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "vault"
     with LocalVault(data):
         first = keys(capsys, data, "add")[1].strip()
         second = keys(capsys, data, "add")[1].strip()
     assert keys(capsys, data, "revoke", second)[0] == 0
-    others = [line[0] for line in listed(capsys, data) if line[0] != first[:12]]
-    shortest = next(n for n in range(7, 13) if not any(other.startswith(first[:n]) for other in others))
-    assert keys(capsys, data, "revoke", first[:shortest])[0] == 0
+    assert keys(capsys, data, "revoke", first[:12])[0] == 0
     assert [line[4] for line in listed(capsys, data)] == ["start"]
 
 
-def test_an_ambiguous_prefix_is_refused_with_exit_2_and_revokes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("given", ["o", "osync_", "first 11"])
+def test_a_prefix_shorter_than_listed_is_refused_with_exit_2_and_revokes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
 ) -> None:
+    # Issue 31: `keys revoke o` took any unique start, and could revoke the running vault's start key by accident.
     data = tmp_path / "vault"
     with LocalVault(data):
-        keys(capsys, data, "add")
+        added = keys(capsys, data, "add")[1].strip()
     before = listed(capsys, data)
-    code, out, err = keys(capsys, data, "revoke", "osync_")
+    code, out, err = keys(capsys, data, "revoke", added[:11] if given == "first 11" else given)
     assert (code, out) == (2, "")
-    assert "is the start of 2 keys" in err and "give more of the key" in err
+    assert "is only the start of a prefix" in err and "give the whole prefix `keys list` shows" in err
     assert listed(capsys, data) == before
+
+
+def test_the_start_key_is_revoked_only_with_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "vault"
+    with LocalVault(data) as vault:
+        start = vault.api_key
+    before = listed(capsys, data)
+    code, out, err = keys(capsys, data, "revoke", start[:12])
+    assert (code, out) == (2, "") and "is the start key of the vault in" in err and "Add --force" in err
+    assert listed(capsys, data) == before
+    assert keys(capsys, data, "revoke", start, "--force")[0] == 0
+    assert listed(capsys, data) == []
 
 
 @pytest.mark.parametrize(("given", "code"), [("nope", 1), ("osync_" + "0" * 64, 1), ("", 2)])
@@ -219,7 +233,7 @@ def test_revoking_the_generated_start_key_makes_the_next_start_generate_a_new_on
     data = tmp_path / "vault"
     with LocalVault(data) as vault:
         generated = vault.api_key
-        code, _, err = keys(capsys, data, "revoke", generated[:12])
+        code, _, err = keys(capsys, data, "revoke", generated[:12], "--force")
         assert code == 0
         assert "the next start generates a new one" in err
         assert status(http, vault, generated) == 401

@@ -116,6 +116,7 @@ def local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             prefix=getattr(args, "prefix", None),
             user=getattr(args, "user", None),
             roles=getattr(args, "role", []),
+            force=getattr(args, "force", False),
             out=sys.stdout,
             err=sys.stderr,
         )

@@ -93,32 +93,41 @@ class Revoked:
     key_file_removed: bool
 
 
-def revoke(store: Store, data_dir: Path, given: str) -> Revoked:
-    """Revoke the key(s) that ``given`` names: a whole key, or a prefix of one as ``keys list`` shows it.
+def revoke(store: Store, data_dir: Path, given: str, *, force: bool = False) -> Revoked:
+    """Revoke the key(s) that ``given`` names: a whole key, or its prefix as ``keys list`` shows it, whole.
 
-    A prefix must name one listed prefix (several keys may share a prefix of 12
-    characters; they are revoked together). Revoking the generated start key also
-    removes ``DATA/api-key``, so the next start generates a new key instead of
-    bringing the revoked one back.
+    Several keys may share a prefix of 12 characters; they are revoked together. A shorter start
+    is refused (``o`` or ``osync_`` would name whichever key it happened to match), and so is the
+    start key without ``force``: the running vault and the clients started with it use it. Revoking
+    the generated start key also removes ``DATA/api-key``, so the next start generates a new key
+    instead of bringing the revoked one back.
     """
     if not given:
         raise KeyCommandError("give a key prefix as `keys list` shows it", 2)
     with store.write() as db:
         start = _start_key_hash(db)
         rows = db.execute("SELECT key_hash, prefix FROM api_keys").fetchall()
-        exact = [row for row in rows if row[0] == key_hash(given)]
-        matching = exact or [row for row in rows if len(given) <= len(row[1]) and row[1].startswith(given)]
-        prefixes = sorted({row[1] for row in matching})
+        matching = [row for row in rows if row[0] == key_hash(given)] or [row for row in rows if row[1] == given]
         if not matching:
+            started = sorted({row[1] for row in rows if row[1].startswith(given)})
+            if started:
+                raise KeyCommandError(
+                    f"{given!r} is only the start of a prefix ({', '.join(started)}): give the whole prefix "
+                    "`keys list` shows, or the whole key",
+                    2,
+                )
             raise KeyCommandError(
                 f"no valid key matches {given!r}: give a prefix as `keys list` shows it, or the whole key"
             )
-        if len(prefixes) > 1:
-            raise KeyCommandError(
-                f"{given!r} is the start of {len(prefixes)} keys ({', '.join(prefixes)}); give more of the key", 2
-            )
         hashes = [row[0] for row in matching]
+        if start in hashes and not force:
+            raise KeyCommandError(
+                f"{matching[0][1]}… is the start key of the vault in {data_dir}: the running vault and the clients "
+                "started with it use it. Add --force to revoke it anyway",
+                2,
+            )
         db.executemany("DELETE FROM api_keys WHERE key_hash = ?", [(digest,) for digest in hashes])
+    prefixes = sorted({row[1] for row in matching})
     was_start_key = start in hashes
     removed = False
     if was_start_key and _stored_key_hash(data_dir) == start:
@@ -146,6 +155,7 @@ def run_keys_command(
     err: TextIO,
     user: str | None = None,
     roles: Sequence[str] = (),
+    force: bool = False,
 ) -> int:
     """``teamvault-mcp local-vault keys list|add|revoke``; returns the exit code. ``out`` gets only results."""
     try:
@@ -157,7 +167,7 @@ def run_keys_command(
         try:
             if command == "add" and (user is not None or roles):
                 return _add_for_user(store, user, roles, label, out, err)
-            return _run(command, store, data_dir, label, prefix, out, err)
+            return _run(command, store, data_dir, label, prefix, out, err, force=force)
         finally:
             store.close()
     except KeyCommandError as error:
@@ -186,7 +196,15 @@ def _add_for_user(
 
 
 def _run(
-    command: str, store: Store, data_dir: Path, label: str | None, prefix: str | None, out: TextIO, err: TextIO
+    command: str,
+    store: Store,
+    data_dir: Path,
+    label: str | None,
+    prefix: str | None,
+    out: TextIO,
+    err: TextIO,
+    *,
+    force: bool = False,
 ) -> int:
     if command == "list":
         for info in valid_keys(store):
@@ -202,7 +220,7 @@ def _run(
         err.write(f"added a key for {owner.email} ({key_prefix(key)}…); it is shown only this once\n")
         return 0
     if command == "revoke":
-        revoked = revoke(store, data_dir, prefix or "")
+        revoked = revoke(store, data_dir, prefix or "", force=force)
         what = "key" if revoked.count == 1 else f"{revoked.count} keys"
         err.write(f"revoked the {what} {revoked.prefix}…: refused from now on, by a running vault too\n")
         if revoked.key_file_removed:
