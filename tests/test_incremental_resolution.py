@@ -50,6 +50,20 @@ def links_of(rng: random.Random) -> tuple[LinkFact, ...]:
     return tuple(found)
 
 
+def vault_step(
+    rng: random.Random, paths: set[str], links: dict[str, tuple[str, tuple[LinkFact, ...]]], version: str
+) -> None:
+    """A file comes, or goes, or a note changes (its new content hash starts with ``version``)."""
+    roll = rng.random()
+    if roll < 0.4:
+        paths.add(random_path(rng))
+    elif roll < 0.7 and paths:
+        paths.discard(rng.choice(sorted(paths)))
+    elif paths:
+        changed = rng.choice(sorted(paths))
+        links[changed] = (f"{version}-{changed}", links_of(rng))
+
+
 def seen(graph: LinkGraph, sources: list[str]) -> tuple[object, ...]:
     """Everything a tool reads off a graph: each note's resolved links, backlinks, broken and ambiguous links."""
     return (
@@ -68,14 +82,7 @@ def test_a_changing_vault_resolves_as_one_resolved_from_scratch(seed: int) -> No
     kept = NoteIndex()
     for step in range(30):
         for _ in range(rng.randrange(1, 4)):  # files come and go, and notes change
-            roll = rng.random()
-            if roll < 0.4:
-                paths.add(random_path(rng))
-            elif roll < 0.7 and paths:
-                paths.discard(rng.choice(sorted(paths)))
-            elif paths:
-                changed = rng.choice(sorted(paths))
-                links[changed] = (f"hash-{step}-{changed}", links_of(rng))
+            vault_step(rng, paths, links, f"hash-{step}")
         notes = {}
         for path in sorted(paths):
             if path.endswith(".md"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support import seeding
 from support.sessions import session_on
-from test_incremental_resolution import links_of, random_path, seen
+from test_incremental_resolution import links_of, random_path, seen, vault_step
 
 from teamvault_mcp.localvault import LocalVault
 from teamvault_mcp.text import linkdb
@@ -103,17 +103,6 @@ def test_a_store_that_fails_under_a_call_is_asked_once_more(tmp_path: Path, monk
         index.graph("p", ["a.md", "b.md", "c.md"], notes)
 
 
-def _vault_step(rng: random.Random, paths: set[str], links: dict[str, tuple[str, tuple[LinkFact, ...]]]) -> None:
-    roll = rng.random()
-    if roll < 0.4:
-        paths.add(random_path(rng))
-    elif roll < 0.7 and paths:
-        paths.discard(rng.choice(sorted(paths)))
-    elif paths:
-        changed = rng.choice(sorted(paths))
-        links[changed] = (f"hash-{rng.random()}-{changed}", links_of(rng))
-
-
 def _notes(rng: random.Random, seed: int, paths: set[str], links: dict[str, tuple[str, tuple[LinkFact, ...]]]) -> dict:
     """The notes among ``paths`` with their (content hash, links): a content of its own in each walk (``seed``)."""
     return {
@@ -130,7 +119,7 @@ def _walk(directory: str, seed: int, steps: int) -> None:
     links: dict[str, tuple[str, tuple[LinkFact, ...]]] = {}
     index = NoteIndex(stores=lambda project: IndexStore(Path(directory), FACTS_VERSION))
     for _ in range(steps):  # each process's paths differ from the other's: every step changes the file's
-        _vault_step(rng, paths, links)
+        vault_step(rng, paths, links, f"hash-{rng.random()}")
         notes = _notes(rng, seed, paths, links)
         graph = index.graph("p", paths, notes)
         seen(graph, sorted(notes))
@@ -205,15 +194,20 @@ async def test_broken_links_work_out_new_closest_hints_for_a_second_and_then_onl
         for name in ("alpha", "bravo", "charlie"):
             seeding.seed(vault, f"{name}.md", f"# {name}\n")
         seeding.seed(vault, "links.md", "[[alphaa]]\n[[bravoo]]\n[[charliee]]\n")
-        async with session_on(vault, clock=clock, cache_dir=tmp_path / "cache") as session:
-            first = (await session.ok_text("broken_links")).splitlines()
-            assert first[1:4] == [
+        cache = tmp_path / "cache"
+        async with session_on(vault, clock=clock, cache_dir=cache, structured_content=True) as session:
+            text, _, data = await session.call("broken_links")
+            assert text.splitlines()[1:4] == [
                 "links.md:1  [[alphaa]]  → closest: alpha.md",
                 "links.md:2  [[bravoo]]  → closest: bravo.md",
                 "links.md:3  [[charliee]]",  # past the second: no new walk
             ]
-            again = (await session.ok_text("broken_links")).splitlines()
-            assert again[1:4] == [*first[1:3], "links.md:3  [[charliee]]  → closest: charlie.md"]
+            said = "[1 link shown without a closest note: not worked out in this call's time. Calling again adds them.]"
+            assert said in text.splitlines() and said in data["notices"]  # both halves say so
+            assert [row["closest"] for row in data["links"]] == ["alpha.md", "bravo.md", None]
+            again = await session.ok("broken_links")
+            assert [row["closest"] for row in again["links"]] == ["alpha.md", "bravo.md", "charlie.md"]
+            assert not any("without a closest note" in notice for notice in again.get("notices", []))
 
 
 def test_every_lookup_of_a_graph_is_led_by_an_index_not_a_walk_of_the_table() -> None:
@@ -238,3 +232,14 @@ def test_every_lookup_of_a_graph_is_led_by_an_index_not_a_walk_of_the_table() ->
     for sql, plan in plans.items():
         walks = [step for step in plan if step.startswith("SCAN") and "USING INDEX links_ambiguous" not in step]
         assert walks == [], sql
+
+
+def test_a_store_that_cannot_be_opened_keeps_the_links_in_memory(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file where the index's folder would be\n")
+    store = IndexStore(tmp_path / "taken" / "ns", FACTS_VERSION)
+    index = NoteIndex(stores=lambda project: store)
+    notes = {"a.md": ("h1", (LinkFact("b", False, 1, "[[b]]", 1),)), "b.md": ("h2", ())}
+    graph = index.graph("p", notes, notes)
+    assert [backlink.source for backlink in graph.incoming("b.md")] == ["a.md"]
+    assert index.graph("p", notes, notes) is graph and index.resolved == 1  # kept, not resolved again
+    assert store.integrity() == "off"

@@ -82,6 +82,19 @@ def _text(blob: bytes) -> str:
     return blob.decode("utf-8", "surrogatepass")
 
 
+@contextlib.contextmanager
+def transaction(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction on ``connection`` (opened with ``isolation_level=None``), rolled back on any error."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
 class MemoryLinks:
     """The link tables in a private in-memory database: a project's links when it has no store on disk."""
 
@@ -99,15 +112,8 @@ class MemoryLinks:
             yield self._connection
 
     @staticmethod
-    @contextlib.contextmanager
-    def transaction(connection: sqlite3.Connection) -> Iterator[None]:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
+    def transaction(connection: sqlite3.Connection) -> contextlib.AbstractContextManager[None]:
+        return transaction(connection)
 
 
 class LinkTable:

@@ -515,7 +515,8 @@ class NoteIndex:
         if not fresh and last is not None and last.notes == members and last.vault is state.vault:
             return last
         gone = [path for path in known if path not in members] if keep else []
-        state.table.drop([*fresh, *gone])  # their links are not this listing's (a stopped graph lacks them)
+        kept = [path for path in fresh if path in known]  # their links are not this listing's: a stopped graph
+        state.table.drop([*kept, *gone])  # lacks them (a note new to the table has none to drop)
         members.difference_update(fresh)
         batch: list[tuple[str, str, Sequence[LinkFact]]] = []
 

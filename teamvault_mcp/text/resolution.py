@@ -241,6 +241,10 @@ class VaultPaths:
             return None
         return _remember(self._closest, wanted, _closest(wanted, *self.display_names()) if wanted else None)
 
+    def closest_known(self, name: str) -> bool:
+        """Whether :meth:`closest` has worked ``name`` out already (so ``known_only`` gives its answer)."""
+        return path_key(_display_name(name.strip())) in self._closest
+
     def display_names(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """Each file's name as a link shows it (a note without ``.md``), case folded → its files, best first;
         and the same with spaces and punctuation left out."""

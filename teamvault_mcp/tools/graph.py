@@ -202,15 +202,22 @@ def broken_links(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
         f"{_under(prefix)}){':' if broken else '.'}"
     )
     started = ctx.budget.remaining() if ctx.budget is not None else 0.0
+    unhinted = 0
     for item in broken[:limit]:
         # Each new name is a walk of every file's name (0.2 s at 100,000 files): hints past a second's worth of
         # them come only from those worked out before (kept with the vault's paths), and the answer comes in time.
         spent = started - ctx.budget.remaining() if ctx.budget is not None else 0.0
         known_only = spent > CLOSEST_SECONDS
         closest = graph.vault.closest(item.link.target, known_only=known_only) if item.link.target else None
+        unhinted += known_only and bool(item.link.target) and not graph.vault.closest_known(item.link.target)
         hint = f"  → closest: {closest}" if closest else ""
         record = {"path": item.source, "line": item.link.line, "link": _short(item.link.raw), "closest": closest}
         answer.row("links", f"{item.source}:{item.link.line}  {_short(item.link.raw)}{hint}", record)
+    if unhinted:
+        answer.notice(
+            f"[{_count(unhinted, 'link')} shown without a closest note: not worked out in this call's time. "
+            "Calling again adds them.]"
+        )
     if len(broken) > limit:
         answer.notice(
             f"[Cut: {limit:,} of {len(broken):,} shown. Narrow with prefix, or raise limit (at most {MAX_LIMIT:,}).]"

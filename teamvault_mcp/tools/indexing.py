@@ -368,8 +368,10 @@ def vault_graph(ctx: ToolContext, project_id: str, listing: list[VaultFile]) -> 
             known=known,
             stop=lambda: out_of_time(ctx, answer_reserve(len(notes))),
         )
-    hashes = {file.path: indexed.hashes.get(file.path) or file.content_hash or "" for file in notes}
-    whole = IndexedNotes(listing, notes, hashes={path: hashes[path] for path in graph.notes})
+    hashes = {
+        file.path: indexed.hashes.get(file.path) or file.content_hash or "" for file in notes if file.path in graph
+    }
+    whole = IndexedNotes(listing, notes, hashes=hashes)
     whole.why_partial = indexed.why_partial or (
         "the call's time budget ran out" if len(graph) < len(links) + len(unchanged) else ""
     )

@@ -302,13 +302,4 @@ class _ForeignVersion(Exception):
     """The file was made by another schema or facts version."""
 
 
-@contextlib.contextmanager
-def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+_transaction = linkdb.transaction
