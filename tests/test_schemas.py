@@ -408,3 +408,32 @@ async def test_upsert_merges_into_empty_comment_only_and_merge_key_blocks(vault:
     stored = session.text("Recipes/soup/borscht.md")
     assert stored == f"---\n{block}recipe_id: borscht\ncategory: soup\ntitle: Borscht\n---\n## Method\n"
     assert merged["frontmatter"] == read_frontmatter(stored, "x")[0]
+
+
+def _union_types(schema: Any, where: str) -> list[str]:
+    """Where ``schema`` holds a ``type`` given as a list (a union type), anywhere inside it."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        if isinstance(schema.get("type"), list):
+            found.append(f"{where}: {schema['type']}")
+        for key, value in schema.items():
+            found += _union_types(value, f"{where}/{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found += _union_types(value, f"{where}/{index}")
+    return found
+
+
+def test_no_schema_uses_a_union_type_which_strict_validators_refuse() -> None:
+    """Ajv's strict mode and the Inspector's --strict warn on ``"type": ["string", "null"]`` and refuse
+    ``"type": ["string", "array"]``: every input and output schema, a schema note's tool's included, says it
+    with ``anyOf``. (tests/interop compiles them with Ajv itself when Node is here.)"""
+    from teamvault_mcp.tools.table import tools_for
+
+    found = [
+        problem
+        for tool in tools_for(read_only=False, schema_list=[recipe()])
+        for part, schema in (("input", tool.input_schema()), ("output", tool.output_schema))
+        for problem in _union_types(schema, f"{tool.name} {part}")
+    ]
+    assert found == []

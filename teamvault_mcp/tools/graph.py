@@ -493,7 +493,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="broken_links",
         title="Broken links",
-        description="Links that resolve to no file: note:line, the link, the closest existing note.",
+        description="Links that resolve to no file: note:line, the link, the closest note.",
         params=(_PREFIX, _LIMIT),
         handler=collector_paused(broken_links),
         output_schema=answer_schema(
@@ -536,7 +536,7 @@ TOOLS: tuple[Tool, ...] = (
         name="query_notes",
         title="Query notes by properties",
         description=(
-            'By front matter: where={"status":"open","due":{"lt":"2025-01-01"}}, all must hold; ops eq ne '
+            'By front matter: where={"status":"open","due":{"lt":"2025-01-01"}}, all hold; ops eq ne '
             "in contains gt gte lt lte exists; path, tags, updatedAt too. fields: shown; sort: -due descends; "
             f"prefix: folder; limit: default {DEFAULT_LIMIT}."
         ),

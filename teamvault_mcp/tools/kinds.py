@@ -439,7 +439,11 @@ KINDS: dict[Kind, ArgumentKind] = {
     "section": ArgumentKind(_toc_schema, _check_section, read_toc, "'[\"Tasks\"]'"),
     "paths": _list_kind(NONEMPTY, at_most=MAX_BATCH, counted="paths"),
     "keys": ArgumentKind(_KEY_LIST.schema, _check_keys, read_json_array),
-    "order": ArgumentKind(lambda param: {"type": ["string", "array"]}, _check_order, read_order, "-due"),
+    # anyOf, not a list of types: Ajv's strict mode and the Inspector's --strict refuse a union type. No items nor
+    # maxItems: the tool list carries each byte on every turn, and the check says what an item must be.
+    "order": ArgumentKind(
+        lambda param: {"anyOf": [{"type": "string"}, {"type": "array"}]}, _check_order, read_order, "-due"
+    ),
     "edits": ArgumentKind(
         _edits_schema, _check_edits, read_json_array, '\'[{"oldText": "- [ ] call", "newText": "- [x] call"}]\''
     ),

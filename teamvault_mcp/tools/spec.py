@@ -158,8 +158,9 @@ DRY_RUN = Param(
 # -- output schemas --------------------------------------------------------------------------------
 
 STRING = {"type": "string"}
-NULLABLE_STRING = {"type": ["string", "null"]}
-NULLABLE_INT = {"type": ["integer", "null"]}
+# anyOf, not ``"type": [..., "null"]``: a form every validator takes without a warning (Ajv strict, the Inspector).
+NULLABLE_STRING = {"anyOf": [STRING, {"type": "null"}]}
+NULLABLE_INT = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
 
 
 def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import IO, Any
 
 import anyio
 import pytest
+from support.seeding import seed
 from support.waiting import wait_until
 
 from teamvault_mcp.localvault import Fault, LocalVault
@@ -317,9 +318,13 @@ def test_ts_sdk_over_streamable_http_lists_writes_reads_and_cancels(
             client.finish()
 
 
-def inspector(node: str, vault: LocalVault, tmp_path: Path, *method: str) -> tuple[int, Any, str]:
-    """Run the Inspector CLI once against the server; return its exit code, JSON output and stderr."""
-    settings = [arg for key, value in server_env(vault).items() for arg in ("-e", f"{key}={value}")]
+def inspector(
+    node: str, vault: LocalVault, tmp_path: Path, *method: str, more: dict[str, str] | None = None
+) -> tuple[int, Any, str]:
+    """Run the Inspector CLI once against the server (``more``: more TEAM_VAULT_* settings for it); return its exit
+    code, JSON output and stderr."""
+    env = {**server_env(vault), **(more or {})}
+    settings = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
     home = tmp_path / "home"  # whatever the Inspector keeps in ~ stays in the test's folder
     home.mkdir(exist_ok=True)
     done = subprocess.run(
@@ -342,6 +347,50 @@ def test_inspector_lists_the_tools(node: str, vault: LocalVault, tmp_path: Path)
     code, output, stderr = inspector(node, vault, tmp_path, "--method", "tools/list")
     assert code == 0, stderr
     assert [tool["name"] for tool in output["result"]["tools"]] == TOOL_NAMES
+
+
+def test_every_tool_schema_compiles_under_ajv_strict_mode(node: str, vault: LocalVault, tmp_path: Path) -> None:
+    """Strict validators (Ajv's strict mode, the Inspector's --strict) refuse union types (``"type": [...]``) and
+    unknown keywords: every input and output schema, a schema note's generated tool included, compiles cleanly."""
+    seed(vault, "Schemas/recipe.md", STRICT_RECIPE)
+    code, listed, stderr = inspector(
+        node, vault, tmp_path, "--method", "tools/list", more={"TEAM_VAULT_SCHEMA_DIR": "Schemas"}
+    )
+    assert code == 0, stderr
+    assert "upsert_recipe" in [tool["name"] for tool in listed["result"]["tools"]]
+    checked = subprocess.run(
+        [node, str(HERE / "strict_schemas.mjs")],
+        input=json.dumps(listed["result"]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout) == []
+
+
+#: A schema note with a field of each kind a generated tool's schema is made from (enum, date, array, object).
+STRICT_RECIPE = """# Recipe schema
+
+```yaml schema
+metadata:
+  schemaName: recipe
+  identifierField: recipe_id
+  pathTemplate: Recipes/${recipe_id}.md
+  pathComponents: [recipe_id]
+fields:
+  recipe_id: {type: string}
+  course: {type: enum, values: [soup, 2, true]}
+  servings: {type: integer, minimum: 1, optional: true}
+  tried: {type: date, optional: true}
+  tags: {type: array, items: {type: string}, default: [recipe]}
+  source:
+    type: object
+    optional: true
+    properties:
+      book: {type: string}
+```
+"""
 
 
 def test_inspector_calls_a_write_tool_and_a_read_tool(node: str, vault: LocalVault, tmp_path: Path) -> None:
