@@ -309,15 +309,13 @@ class Doctor:
                 )
             elif 300 <= error.status < 400:
                 self._add("key", "fail", str(error), "set TEAM_VAULT_URL to the address the server redirects to")
-            elif error.status == 404:
-                # The error's own explanation says the same as the line below: only the answer itself.
-                answer = f"{error.method} {error.api_path} → HTTP {error.status}"
-                self._not_team_vault(answer + server_said(error.detail))
+            elif error.not_team_vault:
+                self._not_team_vault("key", error)
             else:
                 self._add("key", "fail", str(error), "the server is in trouble: see its logs, try again later")
             return False
         except UnexpectedAnswerError as error:
-            self._not_team_vault(str(error))
+            self._not_team_vault("key", error)
             return False
         except TeamVaultError as error:
             self._add("key", "fail", str(error), "the server answers too slowly or drops the connection")
@@ -327,11 +325,14 @@ class Doctor:
         self._add("key", "pass", f"accepted for {who}" + (f" ({name})" if name else ""))
         return True
 
-    def _not_team_vault(self, error: str) -> None:
+    def _not_team_vault(self, name: str, error: TeamVaultError) -> None:
+        said = str(error)
+        if isinstance(error, HTTPStatusError):  # its own explanation says what the line below says: the answer only
+            said = f"{error.method} {error.api_path} → HTTP {error.status}" + server_said(error.detail)
         self._add(
-            "key",
+            name,
             "fail",
-            f"no Team Vault API at this address: {error}",
+            f"no Team Vault API at this address: {said}",
             "TEAM_VAULT_URL must be the address of the Team Vault web app, without /api "
             "(e.g. https://vault.example.com)",
         )
@@ -356,7 +357,9 @@ class Doctor:
         try:
             files = client.list_files(config.project_id)
         except HTTPStatusError as error:
-            if error.status in (403, 404):
+            if error.not_team_vault:
+                self._not_team_vault("project", error)
+            elif error.status in (403, 404):
                 self._add(
                     "project",
                     "fail",

@@ -20,7 +20,8 @@ Every failure the package reports is one of these. ``vault/transport.py`` and
     ├── UnexpectedAnswerError       a 2xx answer we cannot read (not JSON, wrong shape)
     ├── NetworkError                no answer: DNS, connect, reset, broken body (``connected``: it got that far)
     │   ├── StaleConnectionError    a pooled connection the server had closed
-    │   └── AttemptTimeoutError     no complete answer within the attempt's limit
+    │   ├── AttemptTimeoutError     no complete answer within the attempt's limit
+    │   └── TlsRefusedError         a TLS handshake no retry can change: certificate not accepted, no TLS there
     ├── ConflictError               ``expectedHash`` differs from the note's current hash
     ├── ChangedMeanwhileError       a colleague's write landed during ours; theirs is current again
     ├── FrontMatterError            front matter that cannot be read, or changed safely; nothing written
@@ -57,10 +58,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from teamvault_mcp.messages import BODY_EXCERPT_CHARS as BODY_EXCERPT_CHARS
+from teamvault_mcp.messages import NOT_TEAM_VAULT, Named, not_team_vault, row_of, target_of, tls_refusal
 from teamvault_mcp.messages import SHOWN_HASH_DIGITS as SHOWN_HASH_DIGITS
 from teamvault_mcp.messages import STATUS_MEANINGS as STATUS_MEANINGS
 from teamvault_mcp.messages import WRITES as WRITES
-from teamvault_mcp.messages import Named, row_of, target_of
 from teamvault_mcp.messages import StatusMeaning as StatusMeaning
 from teamvault_mcp.messages import Suggest as Suggest
 from teamvault_mcp.messages import Words as Words
@@ -196,8 +197,8 @@ class ConfigError(TeamVaultError):
 
 
 class HttpStartError(ConfigError):
-    """``serve --http`` cannot start as asked (no way to authenticate callers, an open bind without TLS):
-    exit code 2, one line (``http_config.load_http_config`` raises it)."""
+    """``serve --http`` cannot start as asked (no way to authenticate callers, an open bind without TLS, TLS
+    files that do not load): exit code 2, one line (``http_config.load_http_config`` raises it)."""
 
 
 class ToolInputError(TeamVaultError):
@@ -332,7 +333,9 @@ class HTTPStatusError(TeamVaultError):
         self.code = code
         self.detail = detail
         self.retry_after = retry_after
-        row = row_of(status, code, target_of(api_path), method)
+        #: The answer is none a Team Vault server gives (``messages.not_team_vault``): the URL leads elsewhere.
+        self.not_team_vault = not_team_vault(status, code, api_path)
+        row = NOT_TEAM_VAULT if self.not_team_vault else row_of(status, code, target_of(api_path), method)
         named = Named({key: printable(value) for key, value in (about or {}).items()}, location=location or "?")
         shown_code = f" ({printable(code)[:80]})" if code else ""
         meaning = tuple(
@@ -405,6 +408,20 @@ class StaleConnectionError(NetworkError):
 class AttemptTimeoutError(NetworkError):
     def __init__(self, method: str, api_path: str, seconds: float) -> None:
         super().__init__(method, api_path, f"no complete answer within {seconds:.1f} s (timed out)")
+
+
+class TlsRefusedError(NetworkError):
+    """The TLS handshake failed in a way another attempt cannot change; nothing was sent.
+
+    ``verify_message``: OpenSSL's reason for not accepting the server's certificate; None when the other side
+    does not speak TLS (``reason``, OpenSSL's code: ``WRONG_VERSION_NUMBER`` from a plain HTTP port).
+    """
+
+    def __init__(self, method: str, api_path: str, address: str, *, verify_message: str | None, reason: str) -> None:
+        self.verify_message = verify_message
+        self.reason = reason
+        said, fix = tls_refusal(address, verify_message, reason, trust="REQUESTS_CA_BUNDLE", url="TEAM_VAULT_URL")
+        super().__init__(method, api_path, f"{said}. Nothing was sent; {fix}.", connected=False)
 
 
 class OutOfTimeError(TeamVaultError):

@@ -2,7 +2,8 @@
 
 :data:`STATUS_MEANINGS` says in English what each error answer of the server means (status, envelope code,
 what the path names, the method) and what to do next; :class:`~teamvault_mcp.errors.HTTPStatusError` reads
-it. A message that sends the agent to a tool says so as data, a :class:`Suggest`, worded against the tools
+it, after :func:`not_team_vault`, the one rule that tells an answer no Team Vault server gives (``check``
+asks it too). A message that sends the agent to a tool says so as data, a :class:`Suggest`, worded against the tools
 the server registered where a failure becomes an answer (``errors.for_tools``): never a tool it lacks.
 :func:`printable`, :func:`short_hash` and :func:`server_said` are how every message shows what it quotes.
 The error tree itself, and the one function that puts a failure's message together, are in ``errors.py``;
@@ -154,8 +155,6 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
         ),
         code="file_missing_on_disk",
     ),
-    StatusMeaning(404, _NOT_TEAM_VAULT, target="account"),
-    StatusMeaning(404, _NOT_TEAM_VAULT, target="projects"),
     StatusMeaning(
         404,
         (
@@ -296,6 +295,28 @@ STATUS_MEANINGS: tuple[StatusMeaning, ...] = (
 )
 
 
+#: What a 404 means when :func:`not_team_vault` says that no Team Vault server gave it.
+NOT_TEAM_VAULT = StatusMeaning(404, _NOT_TEAM_VAULT)
+
+
+def not_team_vault(status: int, code: str | None, api_path: str) -> bool:
+    """Whether an error answer shows that there is no Team Vault API at the address: the one rule, for ``check``
+    and for every tool call.
+
+    A 404 on the account or the project list, which every Team Vault server has; or a 404 on a project's files
+    without the ``code`` of Team Vault's error envelope, which each of its own 404s carries (teamvault-api.md
+    §1.2, §1.4): a web server's page, another application's JSON. Routes that older servers lack (folder
+    archives, versions) answer such a 404 from a real Team Vault, so they are left out.
+    """
+    if status != 404:
+        return False
+    target = target_of(api_path)
+    if target in ("account", "projects"):
+        return True
+    parts = api_path.split("?", 1)[0].strip("/").split("/")
+    return code is None and target in ("project", "file") and parts[3:4] == ["files"]
+
+
 def meaning_of(status: int, code: str | None, target: str | None, method: str) -> str:
     """The English text of the first row of :data:`STATUS_MEANINGS` that matches this answer."""
     return row_of(status, code, target, method).text
@@ -334,6 +355,32 @@ def server_said(detail: str) -> str:
     if len(words) > BODY_EXCERPT_CHARS:
         words = words[:BODY_EXCERPT_CHARS] + "…"
     return f' Server said: "{words}"'
+
+
+def tls_refusal(address: str, verify_message: str | None, reason: str, *, trust: str, url: str) -> tuple[str, str]:
+    """What a TLS handshake that no retry can change says, and how to fix it: (what happened, what to do).
+
+    ``verify_message`` is OpenSSL's reason for not accepting the certificate of ``address`` (``self-signed
+    certificate``, ``Hostname mismatch, …``); None when the other side does not speak TLS at all (``reason``,
+    OpenSSL's code, says how that showed). ``trust`` names the variable of the CA file this client reads,
+    ``url`` the setting that holds the address.
+    """
+    if verify_message is None:
+        return (
+            f"TLS: {address} does not speak TLS ({reason.lower().replace('_', ' ')}): most likely the server there "
+            "answers plain HTTP",
+            f"use the server's https address in {url}, or http:// if it serves plain HTTP on purpose (on this "
+            "machine, say)",
+        )
+    said = f"TLS: the certificate of {address} was not accepted: {verify_message.rstrip('.')}"
+    if "mismatch" in verify_message:
+        return said, f"{url} must name a host the certificate is made out to, or the server needs a certificate for it"
+    if "expired" in verify_message or "not yet valid" in verify_message:
+        return said, "the server's certificate must be renewed (or this machine's clock is wrong)"
+    return said, (
+        f"if it is the right server, trust its certificate: set {trust} to the PEM file of the CA that signed it "
+        "(for a self-signed certificate, that certificate itself)"
+    )
 
 
 class Named(dict[str, str]):

@@ -17,7 +17,9 @@ def check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         secret = environ.get("TEAM_VAULT_HTTP_TOKEN", "").strip() or environ.get("TEAM_VAULT_API_KEY", "").strip()
         configure_logging(log_level(environ), secret or None)
-        checks = [Check(c.name, c.status, c.detail, c.hint) for c in check_endpoint(args.http, secret or None)]
+        ca_file = environ.get("SSL_CERT_FILE", "").strip() or None  # the CAs an https endpoint is checked against
+        found = check_endpoint(args.http, secret or None, ca_file)
+        checks = [Check(c.name, c.status, c.detail, c.hint) for c in found]
         ok = all(check.status == "pass" for check in checks)
         sys.stdout.write(report_json(checks, ok) if args.json else report_text(checks, ok))
         return 0 if ok else 1

@@ -2,12 +2,14 @@
 does it list its tools? Three checks, each a :class:`EndpointCheck`; ``cli.py`` prints them as the doctor does.
 
 The token (TEAM_VAULT_HTTP_TOKEN, or a Team Vault key for ``--key-from-client``) is sent as
-``Authorization: Bearer`` and never shown.
+``Authorization: Bearer`` and never shown. An https endpoint's certificate is checked against ``SSL_CERT_FILE``
+when it is set (as httpx2 reads it), else the system's CAs; a handshake that fails says why.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from teamvault_mcp import __version__
+from teamvault_mcp.messages import tls_refusal
 
 #: Seconds each step may take.
 STEP_TIMEOUT = 15.0
@@ -43,18 +46,24 @@ class EndpointCheck:
     hint: str | None = None
 
 
-def check_endpoint(url: str, secret: str | None) -> list[EndpointCheck]:
-    """The checks of the endpoint at ``url`` with ``secret`` as the Bearer token, in order."""
-    return anyio.run(_checks, url, secret)
+def check_endpoint(url: str, secret: str | None, ca_file: str | None = None) -> list[EndpointCheck]:
+    """The checks of the endpoint at ``url`` with ``secret`` as the Bearer token, in order; ``ca_file``: the
+    CA certificates (PEM) an https endpoint's certificate is checked against (SSL_CERT_FILE)."""
+    return anyio.run(_checks, url, secret, ca_file)
 
 
-async def _checks(url: str, secret: str | None) -> list[EndpointCheck]:
+async def _checks(url: str, secret: str | None, ca_file: str | None) -> list[EndpointCheck]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return [EndpointCheck("endpoint", "fail", f"{url!r} is not an http(s) URL", "e.g. http://127.0.0.1:8765/mcp")]
+    try:
+        verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
+    except (OSError, ssl.SSLError) as error:
+        problem = getattr(error, "strerror", None) or error
+        return [EndpointCheck("reachable", "fail", f"SSL_CERT_FILE={ca_file}: cannot be read as PEM ({problem})")]
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     checks = []
-    async with httpx2.AsyncClient(headers=headers, timeout=STEP_TIMEOUT) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=STEP_TIMEOUT, verify=verify) as http:
         try:
             answer = await http.post(
                 url,
@@ -62,14 +71,7 @@ async def _checks(url: str, secret: str | None) -> list[EndpointCheck]:
                 headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
             )
         except httpx2.HTTPError as error:
-            return [
-                EndpointCheck(
-                    "reachable",
-                    "fail",
-                    f"no answer from {url}: {type(error).__name__}",
-                    "is `teamvault-mcp serve --http` running there? Check the host, the port and http/https",
-                )
-            ]
+            return [_unreachable(url, error)]
         checks.append(EndpointCheck("reachable", "pass", f"{url} answered HTTP {answer.status_code}"))
         session = answer.headers.get("mcp-session-id")
         if session:  # the probe's session is not needed any more
@@ -81,6 +83,25 @@ async def _checks(url: str, secret: str | None) -> list[EndpointCheck]:
             return checks
         checks.append(await _tools_check(url, http))
     return checks
+
+
+def _unreachable(url: str, error: httpx2.HTTPError) -> EndpointCheck:
+    """The check of an endpoint that gave no answer: the TLS handshake's refusal named, when it was one."""
+    from teamvault_mcp.vault.transport import address_of, refused_handshake
+
+    refused = refused_handshake(error)
+    if refused is None:
+        return EndpointCheck(
+            "reachable",
+            "fail",
+            f"no answer from {url}: {type(error).__name__}",
+            "is `teamvault-mcp serve --http` running there? Check the host, the port and http/https",
+        )
+    verify_message = refused.verify_message if isinstance(refused, ssl.SSLCertVerificationError) else None
+    said, fix = tls_refusal(address_of(url), verify_message, str(refused.reason), trust="SSL_CERT_FILE", url="the URL")
+    if verify_message is None:  # serve --http speaks TLS only when it was given a certificate
+        fix += "; serve --http speaks HTTPS when started with --tls-cert and --tls-key"
+    return EndpointCheck("reachable", "fail", said, fix)
 
 
 def _auth_check(status: int, secret: str | None) -> EndpointCheck:

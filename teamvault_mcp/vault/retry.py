@@ -38,6 +38,7 @@ from teamvault_mcp.errors import (
     OverdueError,
     StaleConnectionError,
     TeamVaultError,
+    TlsRefusedError,
     UnexpectedAnswerError,
     failure_text,
 )
@@ -194,6 +195,8 @@ class Rule:
 OUTCOMES: tuple[Rule, ...] = (
     # The host cancelled: no further request. A write in flight may land yet.
     Rule(CallCancelledError, Outcome("never", uncertain=True, may_still_run=True)),
+    # A certificate this client does not accept, or no TLS at that port: the next attempt would meet the same.
+    Rule(TlsRefusedError, Outcome("never")),
     # DNS or the TCP connect failed: nothing reached the server, even for a write.
     Rule(NetworkError, Outcome("counted"), connected=False),
     # A kept-alive connection the server had closed: most likely nothing reached it, but a server that applies

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http.client import HTTPException, IncompleteRead, RemoteDisconnected
 from typing import IO, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 import urllib3.connection
@@ -43,6 +43,7 @@ from teamvault_mcp.errors import (
     NetworkError,
     StaleConnectionError,
     TeamVaultError,
+    TlsRefusedError,
     UnexpectedAnswerError,
     printable,
 )
@@ -343,6 +344,10 @@ class HttpSession:
         if not answered and _stale_connection(exc, attempt):
             self._pool.drop_idle()  # opened about when this one was: likely closed by the server too
             return StaleConnectionError(method, api_path)
+        if not answered and (refused := refused_handshake(exc)) is not None:
+            verify_message = refused.verify_message if isinstance(refused, ssl.SSLCertVerificationError) else None
+            address = address_of(self._pool.base_url)
+            return TlsRefusedError(method, api_path, address, verify_message=verify_message, reason=refused.reason)
         if _never_connected(exc):  # nothing reached the server: a definite failure, even for a write
             return NetworkError(method, api_path, describe_failure(exc), connected=False)
         if attempt.stopped_because == "expired" or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError):
@@ -424,6 +429,32 @@ def _stale_connection(exc: BaseException, attempt: AttemptGuard) -> bool:
     if attempt.stopped_because is not None or not attempt.reused_connection:
         return False
     return any(isinstance(cause, RemoteDisconnected | ConnectionResetError | BrokenPipeError) for cause in _causes(exc))
+
+
+#: OpenSSL's reasons when the other side of a handshake does not speak TLS (a plain HTTP port, most likely),
+#: as OpenSSL 3.0 and later name it, and as older versions did.
+NOT_TLS_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"}
+)
+
+
+def refused_handshake(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error in ``exc`` that no retry can change: a certificate this client does not accept
+    (``ssl.SSLCertVerificationError``), or an answer that is not TLS (:data:`NOT_TLS_REASONS`); None for any
+    other failure, a reset in the middle of a handshake among them. ``check --http`` asks it of httpx2's errors."""
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLCertVerificationError) or (
+            isinstance(cause, ssl.SSLError) and cause.reason in NOT_TLS_REASONS
+        ):
+            return cause
+    return None
+
+
+def address_of(url: str) -> str:
+    """``host:port`` of ``url``, as messages name a server."""
+    parts = urlsplit(url)
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    return f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
 
 def _never_connected(exc: BaseException) -> bool:
