@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SDIST_TOP = ("LICENSE", "README.md", "MANIFEST.in", "setup.cfg", "pyproject.toml")
+SDIST_TOP = ("LICENSE", "README.md", "MANIFEST.in", "setup.cfg", "pyproject.toml", "Dockerfile", ".dockerignore")
 SDIST_TREES = ("teamvault_mcp/", "tests/", "docs/")
 NOT_IN_SDIST = ("bench/", ".ci/", "tests/interop/node_modules/")
 

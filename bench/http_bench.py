@@ -1,14 +1,20 @@
 """``serve --http`` against stdio on loopback, in one run, on one local vault (both servers are child processes):
 
 a. a warm ``read_note`` of an unchanged note: stdio against Streamable HTTP, ``--calls`` calls each,
-   interleaved (one over stdio, one over HTTP), after 50 of warm-up: median and p99, and their ratio
-   (goal: HTTP within 1.5x stdio). Both hosts are minimal raw JSON-RPC clients (lines on a pipe; one
-   hand-written POST per call on a kept socket), so the figures compare the servers, not client libraries;
+   interleaved (stdio, then each HTTP server; the order reversed every other round), after 50 of
+   warm-up: median and p99, their ratio (goal, issue 31: HTTP within 1.3x stdio), and the CPU each
+   server process spent per call. Both hosts are minimal raw JSON-RPC clients (lines on a pipe; one
+   hand-written POST per call on a kept socket, its answer read whole, JSON or an SSE stream), so the
+   figures compare the servers, not client libraries. ``--also DIR`` (repeatable) adds the HTTP server
+   of another tree (``git archive <commit> teamvault_mcp``, say) to the same interleaved rounds;
 b. 50 sessions at once, each making 20 ``read_note`` calls in turn: errors, p50, p99, max, wall time;
 c. memory: the HTTP server's resident set when idle (one session used once), then with 100 more
    sessions opened (initialized, then idle): MiB above idle and KiB per session (goal: <= 50 MiB).
 
     .venv/bin/python bench/http_bench.py [--calls 500] [--sessions 50] [--reads 20] [--idle 100]
+        [--parts abc] [--also DIR ...]
+
+Where the time of one call goes, stage by stage: ``bench/http_stages.py``.
 """
 
 from __future__ import annotations
@@ -73,8 +79,9 @@ def answer_of(response: httpx2.Response) -> dict[str, Any]:
 
 
 class RawHttpHost:
-    """One session over Streamable HTTP on one kept socket: requests written by hand, answers read up to the end
-    of their chunked SSE body. As minimal as :class:`StdioHost` is for stdio, so part a compares the servers."""
+    """One session over Streamable HTTP on one kept socket: requests written by hand, answers read whole (a JSON
+    body by its Content-Length, an SSE stream to its last chunk). As minimal as :class:`StdioHost` is for stdio,
+    so part a compares the servers."""
 
     def __init__(self, url: str) -> None:
         opened = HttpHost(url)  # initialize and initialized, then this socket takes the session over
@@ -95,16 +102,27 @@ class RawHttpHost:
         self._next_id += 1
         body = json.dumps(read_call(self._next_id)).encode()
         self.sock.sendall(f"{self.head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        received = b""
-        while not received.endswith(b"\r\n0\r\n\r\n"):
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise RuntimeError("the server closed the connection")
-            received += chunk
-        for line in received.split(b"\n"):
+        received = self._receive()
+        while b"\r\n\r\n" not in received:
+            received += self._receive()
+        head, _, rest = received.partition(b"\r\n\r\n")
+        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+        if length is not None:  # one JSON body
+            while len(rest) < int(length.group(1)):
+                rest += self._receive()
+            return json.loads(rest[: int(length.group(1))])
+        while not rest.endswith(b"\r\n0\r\n\r\n"):  # an SSE stream, chunked
+            rest += self._receive()
+        for line in rest.split(b"\n"):
             if line.startswith(b"data: {"):
                 return json.loads(line[6:])
-        raise RuntimeError(f"no answer in {received[:200]!r}")
+        raise RuntimeError(f"no answer in {rest[:200]!r}")
+
+    def _receive(self) -> bytes:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise RuntimeError("the server closed the connection")
+        return chunk
 
     def close(self) -> None:
         self.sock.close()
@@ -132,9 +150,15 @@ class HttpHost:
         self.http.close()
 
 
-def start_http_server(env: dict[str, str], *extra: str) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "teamvault_mcp", "serve", "--http", "127.0.0.1:0", *extra]
-    child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+def start_http_server(
+    env: dict[str, str], *extra: str, tree: str | None = None, command: list[str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """``serve --http`` on a free port: this tree's, or (``tree``) the package in that directory."""
+    command = command or [sys.executable, "-m", "teamvault_mcp"]
+    command = [*command, "serve", "--http", "127.0.0.1:0", *extra]
+    if tree is not None:  # run in its own directory: python -m puts the working directory before PYTHONPATH
+        env = {**env, "PYTHONPATH": tree}
+    child = subprocess.Popen(command, env=env, cwd=tree, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert child.stderr is not None
     line = child.stderr.readline()
     match = re.search(r"at (http://\S+/mcp) ", line)
@@ -165,33 +189,45 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def part_a(env: dict[str, str], url: str, calls: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process ``pid`` has spent so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def part_a(env: dict[str, str], servers: list[tuple[str, int, str]], calls: int) -> None:
+    """``servers``: (label, pid, URL) of each HTTP server, all timed in the same interleaved rounds as stdio."""
     stdio = StdioHost([sys.executable, "-m", "teamvault_mcp"], env)
     stdio.initialize()
-    http = RawHttpHost(url)
+    hosts: list[tuple[str, int, Any]] = [("stdio", stdio.process.pid, None)]
+    hosts += [(label, pid, RawHttpHost(url)) for label, pid, url in servers]
+
+    def one(host: RawHttpHost | None) -> None:
+        answer = stdio.call_tool("read_note", {"path": NOTE_PATH}) if host is None else host.call_read()
+        assert not answer["result"].get("isError"), answer
+
     for _ in range(WARM_UP):
-        stdio.call_tool("read_note", {"path": NOTE_PATH})
-        http.call_read()
-    over_stdio: list[float] = []
-    over_http: list[float] = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        answer = stdio.call_tool("read_note", {"path": NOTE_PATH})
-        over_stdio.append(time.perf_counter() - started)
-        assert not answer["result"].get("isError"), answer
-        started = time.perf_counter()
-        answer = http.call_read()
-        over_http.append(time.perf_counter() - started)
-        assert not answer["result"].get("isError"), answer
-    http.close()
+        for _, _, host in hosts:
+            one(host)
+    times: dict[str, list[float]] = {label: [] for label, _, _ in hosts}
+    cpu_before = {label: cpu_seconds(pid) for label, pid, _ in hosts}
+    for number in range(calls):
+        for label, _, host in hosts if number % 2 == 0 else hosts[::-1]:
+            started = time.perf_counter()
+            one(host)
+            times[label].append(time.perf_counter() - started)
+    cpu = {label: (cpu_seconds(pid) - cpu_before[label]) / calls * 1e6 for label, pid, _ in hosts}
+    for _, _, host in hosts[1:]:
+        host.close()
     stdio.process.stdin.close()  # type: ignore[union-attr]
     stdio.process.wait(timeout=20)
-    s50, h50 = statistics.median(over_stdio) * 1000, statistics.median(over_http) * 1000
-    s99, h99 = quantile(over_stdio, 0.99) * 1000, quantile(over_http, 0.99) * 1000
+    s50, s99 = statistics.median(times["stdio"]) * 1000, quantile(times["stdio"], 0.99) * 1000
     print(f"a. warm read_note, {calls} calls each, interleaved:")
-    print(f"   stdio  median {s50:6.2f} ms   p99 {s99:6.2f} ms")
-    print(f"   HTTP   median {h50:6.2f} ms   p99 {h99:6.2f} ms")
-    print(f"   HTTP / stdio: median {h50 / s50:.2f}x, p99 {h99 / s99:.2f}x   (goal: median <= 1.5x)")
+    for label, _, _ in hosts:
+        m50, m99 = statistics.median(times[label]) * 1000, quantile(times[label], 0.99) * 1000
+        ratio = "" if label == "stdio" else f"   HTTP / stdio: median {m50 / s50:.2f}x, p99 {m99 / s99:.2f}x"
+        print(f"   {label:<12} median {m50:6.2f} ms   p99 {m99:6.2f} ms   CPU {cpu[label]:5.0f} us/call{ratio}")
+    print("   (goal, issue 31: HTTP median <= 1.3x stdio)")
 
 
 async def part_b(url: str, sessions: int, reads: int) -> None:
@@ -262,26 +298,45 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--reads", type=int, default=20)
     parser.add_argument("--idle", type=int, default=100)
+    parser.add_argument("--parts", default="abc", help="which parts to run (a, b, c)")
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="DIR", help="the HTTP server of another tree, in part a too"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch, LocalVault(Path(scratch) / "vault") as vault:
-        store = vault.store
-        with store.write() as db:
-            store.create(Change(db, vault.project_id, store.owner_of(vault.project_id)), NOTE_PATH, NOTE.encode(), None)
-        env = {
-            **{key: value for key, value in os.environ.items() if not key.startswith("TEAM_VAULT_")},
-            "TEAM_VAULT_URL": vault.url,
-            "TEAM_VAULT_API_KEY": vault.api_key,
-            "TEAM_VAULT_PROJECT_ID": vault.project_id,
-            "TEAM_VAULT_CACHE_DIR": str(Path(scratch) / "cache"),
-            "TEAM_VAULT_HTTP_TOKEN": TOKEN,
-        }
+        env = bench_env(vault, scratch)
         child, url = start_http_server(env)
+        others = [start_http_server(env, tree=tree) for tree in args.also]
         try:
-            part_a(env, url, args.calls)
-            anyio.run(part_b, url, args.sessions, args.reads)
+            if "a" in args.parts:
+                servers = [("HTTP", child.pid, url)]
+                servers += [
+                    (Path(tree).name[:12], other.pid, other_url)
+                    for tree, (other, other_url) in zip(args.also, others, strict=True)
+                ]
+                part_a(env, servers, args.calls)
+            if "b" in args.parts:
+                anyio.run(part_b, url, args.sessions, args.reads)
         finally:
-            stop(child)
-        part_c(env, args.idle)
+            for running in [child, *(other for other, _ in others)]:
+                stop(running)
+        if "c" in args.parts:
+            part_c(env, args.idle)
+
+
+def bench_env(vault: LocalVault, scratch: str) -> dict[str, str]:
+    """The servers' environment: ``vault`` with :data:`NOTE_PATH` in it, a content cache in ``scratch``, the token."""
+    store = vault.store
+    with store.write() as db:
+        store.create(Change(db, vault.project_id, store.owner_of(vault.project_id)), NOTE_PATH, NOTE.encode(), None)
+    return {
+        **{key: value for key, value in os.environ.items() if not key.startswith("TEAM_VAULT_")},
+        "TEAM_VAULT_URL": vault.url,
+        "TEAM_VAULT_API_KEY": vault.api_key,
+        "TEAM_VAULT_PROJECT_ID": vault.project_id,
+        "TEAM_VAULT_CACHE_DIR": str(Path(scratch) / "cache"),
+        "TEAM_VAULT_HTTP_TOKEN": TOKEN,
+    }
 
 
 if __name__ == "__main__":

@@ -147,6 +147,16 @@ def _add_serve(commands: Commands[_Parser]) -> None:
         action="store_true",
         help="with --http: listen beyond loopback without TLS (only behind a TLS reverse proxy)",
     )
+    serve_command.add_argument(
+        "--stateless",
+        action="store_true",
+        help="with --http: no sessions, every request stands alone (replicas behind a load balancer)",
+    )
+    serve_command.add_argument(
+        "--metrics",
+        action="store_true",
+        help="with --http: answer GET /metrics in the Prometheus text format (also TEAM_VAULT_HTTP_METRICS=1)",
+    )
     _add_local_after(serve_command)
 
 

@@ -145,8 +145,8 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     if any(ch.isspace() or not ch.isprintable() for ch in api_key):
         problems.append("TEAM_VAULT_API_KEY contains whitespace or control characters (value not shown).")
     project_id = environ.get("TEAM_VAULT_PROJECT_ID", "").strip() or None
-    read_only = _flag(environ, "TEAM_VAULT_READ_ONLY", problems)
-    prefetch = _flag(environ, "TEAM_VAULT_PREFETCH", problems, default=True)
+    read_only = read_flag(environ, "TEAM_VAULT_READ_ONLY", problems)
+    prefetch = read_flag(environ, "TEAM_VAULT_PREFETCH", problems, default=True)
     listing_reuse = _listing_reuse(environ, problems)
     call_budget = read_number(environ, "TEAM_VAULT_CALL_BUDGET", DEFAULT_CALL_BUDGET, MIN_CALL_BUDGET, problems)
     attempt_timeout = read_number(environ, "TEAM_VAULT_ATTEMPT_TIMEOUT", DEFAULT_ATTEMPT_TIMEOUT, 0.0, problems)
@@ -160,7 +160,7 @@ def load_config(environ: Mapping[str, str], *, key_required: bool = True) -> Con
     audit_log = _absolute_path(environ, "TEAM_VAULT_AUDIT_LOG", problems)
     write_prefixes, project_write_prefixes = _write_prefixes(environ, problems)
     schema_dir = _schema_dir(environ, project_id, problems)
-    single_project = _flag(environ, "TEAM_VAULT_SINGLE_PROJECT", problems)
+    single_project = read_flag(environ, "TEAM_VAULT_SINGLE_PROJECT", problems)
     if single_project and project_id is None:
         problems.append("TEAM_VAULT_SINGLE_PROJECT needs TEAM_VAULT_PROJECT_ID: the project agents work in.")
     max_read_chars = read_count(
@@ -224,7 +224,7 @@ def _base_url(raw: str, problems: list[str]) -> str:
     return url
 
 
-def _flag(environ: Mapping[str, str], name: str, problems: list[str], *, default: bool = False) -> bool:
+def read_flag(environ: Mapping[str, str], name: str, problems: list[str], *, default: bool = False) -> bool:
     raw = environ.get(name, "")
     word = raw.strip().lower()
     if not word:

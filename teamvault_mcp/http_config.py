@@ -2,7 +2,7 @@
 
 Validated all at once, as :class:`~teamvault_mcp.config.Config` is (its number readers are shared); the shared
 token is kept out of ``repr`` and out of every message. :class:`HttpStartError` is the one-line refusal to start
-(no way to tell callers apart, an open bind without TLS): exit code 2.
+(no way to tell callers apart, an open bind without TLS, a TLS file missing or not what it should be): exit code 2.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from teamvault_mcp.config import read_count, read_number
+from teamvault_mcp.config import read_count, read_flag, read_number
 from teamvault_mcp.errors import ConfigError
 from teamvault_mcp.errors import HttpStartError as HttpStartError
 
@@ -58,6 +58,10 @@ class HttpConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     insecure_bind: bool = False
+    #: ``--stateless``: no sessions; every request stands alone (replicas behind a load balancer need no affinity).
+    stateless: bool = False
+    #: ``--metrics`` or TEAM_VAULT_HTTP_METRICS: ``GET /metrics`` answers in the Prometheus text format.
+    metrics: bool = False
 
     @property
     def is_loopback(self) -> bool:
@@ -110,6 +114,8 @@ def load_http_config(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     insecure_bind: bool = False,
+    stateless: bool = False,
+    metrics: bool = False,
 ) -> HttpConfig:
     """The :class:`HttpConfig` of ``serve --http [listen]`` in ``environ``.
 
@@ -157,11 +163,11 @@ def load_http_config(
     per_address = read_count(
         environ, "TEAM_VAULT_HTTP_CONNECTIONS_PER_ADDRESS", DEFAULT_HTTP_CONNECTIONS_PER_ADDRESS, 100_000, problems
     )
-    cert = _existing_file("--tls-cert", tls_cert, problems)
-    key = _existing_file("--tls-key", tls_key, problems)
+    metrics = read_flag(environ, "TEAM_VAULT_HTTP_METRICS", problems) or metrics
     if problems:
         text = "\n".join(problems)
         raise ConfigError(text.replace(token, "***") if token else text)
+    cert, key = _tls_files(tls_cert, tls_key)
     return HttpConfig(
         host=host,
         port=port,
@@ -176,6 +182,8 @@ def load_http_config(
         tls_cert=cert,
         tls_key=key,
         insecure_bind=insecure_bind,
+        stateless=stateless,
+        metrics=metrics,
     )
 
 
@@ -238,10 +246,54 @@ def _origins(environ: Mapping[str, str], problems: list[str]) -> tuple[str, ...]
     return tuple(dict.fromkeys(origins))
 
 
-def _existing_file(flag: str, raw: str | None, problems: list[str]) -> Path | None:
-    if raw is None:
-        return None
+def _tls_files(tls_cert: str | None, tls_key: str | None) -> tuple[Path | None, Path | None]:
+    """``--tls-cert`` and ``--tls-key`` loaded as the server will load them, before it says it serves:
+    :class:`HttpStartError` naming the file and what is wrong with it (``_check_start`` saw both or neither)."""
+    if tls_cert is None or tls_key is None:
+        return None, None
+    import ssl
+
+    cert, key = _existing_file("--tls-cert", tls_cert), _existing_file("--tls-key", tls_key)
+    try:  # a certificate file holds a certificate: a key or anything else is named as this file's problem
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=cert)
+    except ssl.SSLError:
+        raise HttpStartError(
+            f"--tls-cert {tls_cert}: no certificate in it (a PEM file with '-----BEGIN CERTIFICATE-----' is expected)."
+        ) from None
+    except OSError as error:
+        raise HttpStartError(f"--tls-cert {tls_cert}: cannot be read ({error.strerror or error}).") from None
+
+    def no_passphrase() -> str:
+        raise _KeyNeedsPassphrase  # OpenSSL would ask for it on the terminal
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=no_passphrase)
+    except _KeyNeedsPassphrase:
+        raise HttpStartError(
+            f"--tls-key {tls_key}: the key is encrypted, and serve --http takes no passphrase: give it the key "
+            f"without one (openssl pkey -in {tls_key} -out plain-key.pem writes it; keep that file private)."
+        ) from None
+    except ssl.SSLError as error:
+        if error.reason == "KEY_VALUES_MISMATCH":
+            raise HttpStartError(
+                f"--tls-key {tls_key} does not belong to the certificate in --tls-cert {tls_cert}: give the private "
+                "key that certificate was made with."
+            ) from None
+        raise HttpStartError(
+            f"--tls-key {tls_key}: no private key in it "
+            "(a PEM file with a '-----BEGIN … PRIVATE KEY-----' block is expected)."
+        ) from None
+    except OSError as error:
+        raise HttpStartError(f"--tls-key {tls_key}: cannot be read ({error.strerror or error}).") from None
+    return cert, key
+
+
+class _KeyNeedsPassphrase(Exception):
+    """Raised by the passphrase callback of ``load_cert_chain``: the key is encrypted."""
+
+
+def _existing_file(flag: str, raw: str) -> Path:
     path = Path(raw).expanduser()
     if not path.is_file():
-        problems.append(f"{flag} {raw}: no such file (a PEM file is expected).")
+        raise HttpStartError(f"{flag} {raw}: no such file (a PEM file is expected).")
     return path

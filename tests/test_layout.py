@@ -49,6 +49,7 @@ SHARED_TOOLS += ("tools.team_note", "tools.indexing", "tools.tallies", "tools.re
 #: Third-party packages only some folders may import.
 ONLY_IN = {"mcp": ("server",), "pydantic": ("server",), "pydantic_core": ("server",)}
 ONLY_IN |= {"requests": ("vault",), "urllib3": ("vault",)}
+ONLY_IN |= {"prometheus_client": ("server",)}  # serve --http --metrics; vault/ reports through an observer
 LOCALVAULT_MAY_IMPORT = ("localvault", "text", "errors")
 
 
@@ -309,6 +310,7 @@ def planted(module: str, line: str) -> list[str]:
         ("text.search", "from urllib3 import PoolManager", "only vault/ may"),
         ("text.wire", "import mcp.types", "only server/ may"),
         ("vault.client", "from mcp.server.lowlevel import Server", "only server/ may"),
+        ("vault.cache", "from prometheus_client import Counter", "only server/ may"),
         ("localvault.store", "from teamvault_mcp.vault.answers import decode_json", "localvault/ imports only"),
         ("tools.notes", "from teamvault_mcp.localvault import LocalVault", "only the command line starts"),
         ("text.diff", "from teamvault_mcp.text import edits", "an import cycle: text.diff → text.edits → text.diff"),

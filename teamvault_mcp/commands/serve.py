@@ -35,7 +35,7 @@ def _is_terminal(stream: object) -> bool:
 def serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if getattr(args, "http", None) is not None:
         return _serve_http(args, environ)
-    for flag in ("key_from_client", "tls_cert", "tls_key", "insecure_bind"):
+    for flag in ("key_from_client", "tls_cert", "tls_key", "insecure_bind", "stateless", "metrics"):
         if getattr(args, flag, None):
             sys.stderr.write(f"{PROG}: --{flag.replace('_', '-')} goes with --http only\n")
             return 2
@@ -112,6 +112,8 @@ def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             insecure_bind=args.insecure_bind,
+            stateless=args.stateless,
+            metrics=args.metrics,
         )
     except HttpStartError as error:
         sys.stderr.write(f"{PROG}: {error}\n")
@@ -133,7 +135,8 @@ def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         sys.stderr.write(f"{PROG}: cannot listen on {options.host}:{options.port}: {error.strerror or error}\n")
         return 1
     mode = "each client's own Team Vault key" if options.key_from_client else "TEAM_VAULT_HTTP_TOKEN"
-    sys.stderr.write(f"{PROG}: serving MCP over HTTP at {service.url} (callers authenticate with {mode})\n")
+    extras = ("; stateless" if options.stateless else "") + ("; metrics at /metrics" if options.metrics else "")
+    sys.stderr.write(f"{PROG}: serving MCP over HTTP at {service.url} (callers authenticate with {mode}{extras})\n")
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         service.run()
         return 0

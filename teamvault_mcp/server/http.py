@@ -6,7 +6,9 @@ expiry, the session limit, 413 for an oversized body); the server is :func:`buil
 budget, retries, progress and cancellation. In front of the manager, :class:`HttpFront` (an ASGI
 app) decides, on every request, in this order:
 
-1. the path is ``/mcp`` (else 404);
+1. the path is ``/mcp`` (else 404), or one of the probes, answered apart (:meth:`HttpFront._probe`):
+   ``/healthz`` and ``/readyz`` without a token or a Host check (``http_probes.py``), ``/metrics``
+   (``--metrics``, ``metrics.py``) with both;
 2. a present ``Origin`` is exactly ``scheme://host[:port]`` (:func:`parse_origin`), sent once, and
    a loopback origin or one of TEAM_VAULT_HTTP_ORIGINS (else 403: a browser page of another site,
    DNS rebinding); on a loopback bind the ``Host`` is a loopback
@@ -20,7 +22,10 @@ search of a key is that key's, and Team Vault's permissions decide. Only the con
 shared: it is addressed by content hash, and a runner asks only for the hashes its own key's
 listings show. A session belongs to the caller that opened it (the SDK answers 404 to anyone
 else). A client that goes away cancels its calls in flight as a host's cancel does: closing the
-POST's stream, or deleting the session (the SDK ends it, which cancels its handlers).
+POST's connection, or deleting the session (the SDK ends it, which cancels its handlers). A request
+in a session that asks for no progress is answered with one JSON body, not a stream (``http_answers.py``).
+With ``--stateless`` the manager keeps no session: every request stands alone (replicas behind a load
+balancer), and there is no share of sessions to keep.
 
 The key and the token never leave this module and ``http_callers.py`` (:class:`Callers`): callers
 are told apart by a digest of their key. Below the front, ``http_limits.py`` bounds connections and
@@ -37,7 +42,7 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -50,17 +55,26 @@ from starlette.datastructures import Headers
 from teamvault_mcp.config import Config
 from teamvault_mcp.errors import TeamVaultError
 from teamvault_mcp.http_config import HttpConfig, is_loopback_host
+from teamvault_mcp.server.http_answers import JSON_WHEN_ANSWER_ONLY, expect_body
 from teamvault_mcp.server.http_callers import Callers, KeyRevoked, TooManyCallers
-from teamvault_mcp.server.http_limits import ConnectionGuard, default_max_connections, guarded_protocol
+from teamvault_mcp.server.http_limits import (
+    GONE,
+    ClientGone,
+    ConnectionGuard,
+    default_max_connections,
+    guarded_protocol,
+)
+from teamvault_mcp.server.http_probes import HEALTH_PATH, METRICS_PATH, READY_PATH, ReadinessCheck
 from teamvault_mcp.server.http_sessions import SessionShares
 from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.vault.retry import Clock, RetryPolicy
 
+if TYPE_CHECKING:
+    from teamvault_mcp.server.metrics import Metrics
+
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-#: Where the ASGI scope carries the event set when the client has gone away.
-GONE = "teamvault_mcp.gone"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -90,18 +104,21 @@ def parse_origin(origin: str) -> tuple[str, str, int | None] | None:
 class HttpFront:
     """The ASGI app of ``serve --http``: the checks of the module docstring, then the SDK's session manager."""
 
-    def __init__(self, callers: Callers, options: HttpConfig) -> None:
+    def __init__(self, callers: Callers, options: HttpConfig, metrics: Metrics | None = None) -> None:
         self.callers = callers
         self.options = options
         server = build_server(callers.template, runner_for=callers.runner_for)
         server.middleware.append(_cancel_when_client_goes)
         self.manager = StreamableHTTPSessionManager(
             server,
+            stateless=options.stateless,  # a fresh transport per request: no session to find on another replica
+            json_response=JSON_WHEN_ANSWER_ONLY,  # type: ignore[arg-type]  # JSON where only the answer comes
             session_idle_timeout=options.session_idle,
             max_request_body_size=options.max_body_bytes,
             max_sessions=options.max_sessions,
         )
-        #: Each member's share of the sessions (team mode only: in token mode every client is the token's holder).
+        #: Each member's share of the sessions (team mode only: in token mode every client is the token's holder;
+        #: with --stateless there are no sessions to share).
         self.shares = (
             SessionShares(
                 per_owner=options.sessions_per_caller,
@@ -109,9 +126,18 @@ class HttpFront:
                 session_idle=options.session_idle,
                 clock=callers.clock,
             )
-            if options.key_from_client
+            if options.key_from_client and not options.stateless
             else None
         )
+        self.readiness = ReadinessCheck(
+            callers.config, key_from_client=options.key_from_client, clock=callers.clock, policy=callers.policy
+        )
+        #: What GET /metrics shows (--metrics), or None: then it is not found.
+        self.metrics = metrics
+        if metrics is not None:
+            # The SDK keeps its open sessions in a dict of its own; it has no public count.
+            metrics.count_sessions(lambda: len(self.manager._server_instances))
+            metrics.count_cache_lookups(callers.cache_lookups)
         self._allowed_hosts = {urlsplit(origin).hostname or "" for origin in options.origins}
         #: Set once the session manager runs (the lifespan has started).
         self.started = threading.Event()
@@ -122,14 +148,14 @@ class HttpFront:
             return
         if scope["type"] != "http":
             return
+        if scope["path"] in (HEALTH_PATH, READY_PATH, METRICS_PATH):
+            await self._probe(scope, send)
+            return
         if scope["path"].rstrip("/") != MCP_PATH:
             await _answer(send, 404, f"Not found: the MCP endpoint is {MCP_PATH}.")
             return
         headers = Headers(scope=scope)
-        origins = headers.getlist("origin")
-        origin = ", ".join(origins) if origins else None  # two Origin headers are one refused origin
-        if origin is not None and (len(origins) > 1 or not self._origin_allowed(origin)):
-            log.warning("refused a request from the browser origin %r (not in TEAM_VAULT_HTTP_ORIGINS)", origin[:200])
+        if self._origin_refused(headers):
             await _answer(send, 403, "Forbidden: this origin may not call this MCP server.")
             return
         if self.options.is_loopback and not self._host_allowed(headers.get("host")):
@@ -157,13 +183,18 @@ class HttpFront:
                 www_authenticate='Bearer realm="teamvault-mcp"',
             )
             return
-        gone = anyio.Event()
+        gone = scope.get(GONE)
+        if not isinstance(gone, ClientGone):  # served by another ASGI server than ours: receive() tells
+            gone = ClientGone()
         scope = {**scope, "user": _principal(caller_id), GONE: gone}
+        body = expect_body(scope, receive)  # JSON or a stream: http_answers.py
 
         async def watched_receive() -> Message:
             message = await receive()
             if message["type"] == "http.disconnect":
                 gone.set()
+            elif body is not None:
+                body.passed(message)
             return message
 
         session_id = headers.get("mcp-session-id")
@@ -267,6 +298,46 @@ class HttpFront:
 
         await self.manager.handle_request(scope, receive, discard)
 
+    async def _probe(self, scope: Scope, send: Send) -> None:
+        """``GET /healthz``, ``/readyz`` (no token; no Host check: a probe's Host is whatever address it dialled, and
+        the answers hold nothing a rebinding page could use) and ``/metrics`` (the token and the Host checked as for
+        ``/mcp``); a browser of another origin is refused all three."""
+        headers = Headers(scope=scope)
+        path = scope["path"]
+        if scope["method"] != "GET":
+            await _answer(send, 405, f"Method not allowed: {path} answers GET only.", allow="GET")
+        elif self._origin_refused(headers):
+            await _answer(send, 403, "Forbidden: this origin may not call this MCP server.")
+        elif path == HEALTH_PATH:
+            await _answer(send, 200, "ok")
+        elif path == READY_PATH:
+            readiness = await self.readiness.current()
+            await _answer(send, 200 if readiness.ready else 503, readiness.text)
+        elif self.metrics is None:
+            await _answer(send, 404, "Not found: metrics are off (--metrics or TEAM_VAULT_HTTP_METRICS=1).")
+        elif self.options.is_loopback and not self._host_allowed(headers.get("host")):
+            await _answer(send, 421, "Misdirected request: the Host header is not this server's.")
+        elif not self.options.key_from_client and await self.callers.identify(headers.get("authorization")) is None:
+            await _answer(
+                send,
+                401,
+                "Unauthorized: send 'Authorization: Bearer <token>'.",
+                www_authenticate='Bearer realm="teamvault-mcp"',
+            )
+        else:
+            from teamvault_mcp.server.metrics import CONTENT_TYPE
+
+            await _answer(send, 200, self.metrics.exposition().decode(), content_type=CONTENT_TYPE)
+
+    def _origin_refused(self, headers: Headers) -> bool:
+        """Whether a browser page may not call: an ``Origin`` that is not allowed, or two of them (logged)."""
+        origins = headers.getlist("origin")
+        origin = ", ".join(origins) if origins else None  # two Origin headers are one refused origin
+        if origin is None or (len(origins) == 1 and self._origin_allowed(origin)):
+            return False
+        log.warning("refused a request from the browser origin %r (not in TEAM_VAULT_HTTP_ORIGINS)", origin[:200])
+        return True
+
     def _origin_allowed(self, origin: str) -> bool:
         """Whether ``origin`` is exactly ``scheme://host[:port]``, a loopback one or one of TEAM_VAULT_HTTP_ORIGINS."""
         parsed = parse_origin(origin)
@@ -301,25 +372,24 @@ def _principal(caller_id: str) -> AuthenticatedUser:
 async def _cancel_when_client_goes(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
     """Cancel a tool call whose client has closed its stream, as ``notifications/cancelled`` would."""
     gone = ctx.request.scope.get(GONE) if ctx.method == "tools/call" and ctx.request is not None else None
-    if gone is None:
+    if not isinstance(gone, ClientGone):
         return await call_next(ctx)
     result: Any = None
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            await gone.wait()
-            group.cancel_scope.cancel()
-
-        group.start_soon(watch)
-        result = await call_next(ctx)
-        group.cancel_scope.cancel()
+    with anyio.CancelScope() as scope:  # a callback, not a watching task: one task fewer a call
+        forget = gone.on_set(scope.cancel)
+        try:
+            result = await call_next(ctx)
+        finally:
+            forget()
     if result is None:  # nobody is left to read it
         log.info("a tool call was cancelled: its client went away")
         return {"content": [{"type": "text", "text": "Cancelled: the client went away."}], "isError": True}
     return result
 
 
-async def _answer(send: Send, status: int, text: str, **headers: str) -> None:
+async def _answer(
+    send: Send, status: int, text: str, *, content_type: str = "text/plain; charset=utf-8", **headers: str
+) -> None:
     extra = [(name.replace("_", "-").encode(), value.encode()) for name, value in headers.items()]
     body = text.encode()
     await send(
@@ -327,7 +397,7 @@ async def _answer(send: Send, status: int, text: str, **headers: str) -> None:
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-type", content_type.encode()),
                 (b"content-length", str(len(body)).encode()),
                 *extra,
             ],
@@ -350,8 +420,15 @@ class HttpService:
         import uvicorn
 
         self.options = options
-        self.callers = Callers(config, options, clock=clock, policy=policy)
-        self.front = HttpFront(self.callers, options)
+        metrics: Metrics | None = None
+        if options.metrics:  # the metrics library is loaded only when they are on
+            from teamvault_mcp.server.metrics import Metrics
+
+            metrics = Metrics()
+        #: What GET /metrics shows, or None (off).
+        self.metrics = metrics
+        self.callers = Callers(config, options, clock=clock, policy=policy, metrics=metrics)
+        self.front = HttpFront(self.callers, options, metrics)
         family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets; without it, Nagle held the end of
         # every SSE response until the client's delayed ACK, 40 ms per call.

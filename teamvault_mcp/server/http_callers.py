@@ -15,7 +15,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -30,6 +30,9 @@ from teamvault_mcp.tools.note_locks import NoteLocks
 from teamvault_mcp.vault.cache import ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
+
+if TYPE_CHECKING:
+    from teamvault_mcp.server.metrics import Metrics
 
 #: Seconds a new key's check at the vault (``GET /api/auth/me``) may take.
 KEY_CHECK_BUDGET = 10.0
@@ -71,11 +74,13 @@ class Callers:
         *,
         clock: Clock | None = None,
         policy: RetryPolicy | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.config = config
         self.options = options
         self.clock: Clock = clock or SystemClock()
         self.policy = policy
+        self.metrics = metrics  # every runner's calls counted there (--metrics), or None
         self._lock = threading.Lock()
         self._callers: OrderedDict[str, Caller] = OrderedDict()
         self._checks = anyio.CapacityLimiter(KEY_CHECKS_AT_ONCE)
@@ -103,7 +108,12 @@ class Callers:
             caches=self._caches,
             audit_user=user_id,
             note_locks=self._note_locks,
+            metrics=self.metrics,
         )
+
+    def cache_lookups(self) -> tuple[int, int]:
+        """(hits, misses) of the content cache every caller shares ((0, 0) with TEAM_VAULT_CACHE_DIR=off)."""
+        return self._caches.lookups() if self._caches is not None else (0, 0)
 
     async def identify(self, authorization: str | None) -> str | None:
         """The caller's id for an ``Authorization`` header, or None: refuse with 401."""

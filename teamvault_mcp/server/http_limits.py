@@ -16,12 +16,21 @@ protocol is :class:`GuardedH11Protocol`, uvicorn's h11 protocol with, from :clas
   it is busy before anyone can shed it, and it is served while an attack runs.
 
 The TLS handshake happens before a connection reaches the protocol; asyncio bounds it (60 s).
+
+The protocol sends what one response writes in one turn of the event loop as one write (a JSON
+answer's head and body: one segment, one wake-up of the client, against two sends that each let
+a worker thread take the GIL in between: :class:`CoalescedWrites`). It also tells a request when
+its client has gone: each request's ASGI scope holds a
+:class:`ClientGone` under :data:`GONE`, set when the connection closes before the answer is
+complete. It needs no task reading ``receive()`` for ``http.disconnect`` (a JSON answer has none),
+and what waits on it is a callback, not a task (``http.py`` cancels the client's call with it).
 Everything here runs on the event loop's thread: no locks.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 import h11
@@ -39,6 +48,45 @@ ALL_BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\n"
     b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_FULL_TEXT), _FULL_TEXT)
 )
+
+
+#: Where a request's ASGI scope holds its :class:`ClientGone`.
+GONE = "teamvault_mcp.gone"
+
+
+class ClientGone:
+    """Set once the client of one request has gone away; callbacks registered with :meth:`on_set` run then, once."""
+
+    __slots__ = ("_callbacks", "is_set")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        if self.is_set:
+            return
+        self.is_set = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` when the client goes (at once if it has); returns what unregisters it."""
+        if self.is_set:
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+
+        def forget() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return forget
+
+
+def _nothing() -> None:
+    pass
 
 
 def default_max_connections(soft_limit: int | None = None) -> int:
@@ -139,6 +187,73 @@ class ConnectionGuard:
         return True
 
 
+class CoalescedWrites(asyncio.Transport):
+    """A connection's transport whose writes wait for the end of the loop's turn (or of the response) and go as one."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(bytes(data))
+
+    def flush(self) -> None:
+        """Send what is pending now (dropped once the connection is closing: nobody would read it)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        if not self._transport.is_closing():
+            self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending = []
+        self._transport.abort()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(len(data) for data in self._pending)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol under a :class:`ConnectionGuard`; :func:`guarded_protocol` binds one guard."""
 
@@ -156,6 +271,7 @@ class GuardedH11Protocol(H11Protocol):
             transport.write(ALL_BUSY)
             transport.close()
             return
+        self.transport = CoalescedWrites(transport, self.loop)  # each request's cycle writes through it
         self._expect_head()
 
     def data_received(self, data: bytes) -> None:
@@ -165,7 +281,15 @@ class GuardedH11Protocol(H11Protocol):
             self._head_timer = None
             self.guard.busy(self)
 
+    def handle_events(self) -> None:
+        super().handle_events()
+        cycle = self.cycle
+        if cycle is not None and GONE not in cycle.scope:  # a request just began: its task has not run yet
+            cycle.scope[GONE] = ClientGone()  # type: ignore[literal-required]
+
     def on_response_complete(self) -> None:
+        if isinstance(self.transport, CoalescedWrites):
+            self.transport.flush()  # the whole answer at once, without waiting for the loop's turn to end
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
             self.guard.waiting(self)
@@ -174,7 +298,11 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
         self.guard.gone(self)
+        cycle = self.cycle
+        gone = cycle.scope.get(GONE) if cycle is not None and not cycle.response_complete else None
         super().connection_lost(exc)
+        if isinstance(gone, ClientGone):
+            gone.set()
 
     def drop(self) -> None:
         """Close this connection now (shed, or past its head deadline)."""

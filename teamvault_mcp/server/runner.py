@@ -57,9 +57,11 @@ from teamvault_mcp.vault.ahead import ConnectionsAhead
 from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.observer import NO_OBSERVER
 from teamvault_mcp.vault.retry import Budget, CallFailure, Clock, RetryPolicy, call_failure
 
 if TYPE_CHECKING:
+    from teamvault_mcp.server.metrics import Metrics
     from teamvault_mcp.vault.client import TeamVaultClient
 
 log = logging.getLogger(__name__)
@@ -91,12 +93,22 @@ class ToolRunner:
         audit_user: str | None = None,
         ahead: ConnectionsAhead | None = None,
         note_locks: NoteLocks | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
-        """A runner on a workspace of its own, made of ``config`` and the rest (see :class:`Workspace`)."""
+        """A runner on a workspace of its own, made of ``config`` and the rest (see :class:`Workspace`);
+        ``metrics`` counts its calls and their requests (``serve --http --metrics``; None: nothing is counted)."""
         #: What the calls share: indexes, caches, syncs, the pool, the schemas and tools, the audit log.
         self.workspace = Workspace(
-            config, clock=clock, policy=policy, caches=caches, audit_user=audit_user, ahead=ahead, note_locks=note_locks
+            config,
+            clock=clock,
+            policy=policy,
+            caches=caches,
+            audit_user=audit_user,
+            ahead=ahead,
+            note_locks=note_locks,
+            observer=metrics if metrics is not None else NO_OBSERVER,
         )
+        self._metrics = metrics
         self.config = config
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None  # made by the first call
         self._threads = CallThreads()
@@ -135,7 +147,18 @@ class ToolRunner:
         The result is made safe to send whatever the server answered: never the API key, only
         valid Unicode, and nesting the SDK can serialise.
         """
-        return self._deliverable(name, await self._call(name, arguments, report))
+        metrics = self._metrics
+        if metrics is None:
+            return self._deliverable(name, await self._call(name, arguments, report))
+        started = self.workspace.clock.monotonic()
+        outcome = "cancelled"  # unless an answer comes: the host cancelled, or the client went away
+        try:
+            result = self._deliverable(name, await self._call(name, arguments, report))
+            outcome = "error" if result.is_error else "ok"
+            return result
+        finally:  # an unknown name counts as one label, not one each: clients choose names
+            tool = name if name in self.tools else "unknown"
+            metrics.tool_call(tool, outcome, self.workspace.clock.monotonic() - started)
 
     async def _call(self, name: str, arguments: dict[str, Any] | None, report: ReportProgress | None) -> ToolOutput:
         workspace = self.workspace

@@ -37,6 +37,7 @@ from teamvault_mcp.vault.background import Foreground, WarmUp
 from teamvault_mcp.vault.cache import ContentCache, ProjectCaches
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.listings import KeptListings
+from teamvault_mcp.vault.observer import NO_OBSERVER, VaultObserver
 from teamvault_mcp.vault.retry import Budget, Clock, RetryPolicy, SystemClock
 from teamvault_mcp.vault.sync import VaultSync
 
@@ -72,12 +73,15 @@ class Workspace:
         audit_user: str | None = None,
         ahead: ConnectionsAhead | None = None,
         note_locks: NoteLocks | None = None,
+        observer: VaultObserver = NO_OBSERVER,
     ) -> None:
         """``caches``: a content cache shared with other workspaces (``serve --http --key-from-client``: it is
         addressed by content hash); ``audit_user``: the caller's user id for each audit line; ``ahead``: the
         pool ``serve`` began connecting in start-up's first moments, for the calls and the warm-up;
-        ``note_locks``: the locks of the notes being written, shared with the other workspaces of one server."""
+        ``note_locks``: the locks of the notes being written, shared with the other workspaces of one server;
+        ``observer``: told of every attempt and retry of the calls' clients (``serve --http --metrics``)."""
         self.config = config
+        self.observer = observer
         self.clock: Clock = clock or SystemClock()
         self.policy = policy or default_policy(config)
         self.schemas = SchemaRegistry(config.project_id or "", config.schema_dir) if config.schema_dir else None
@@ -179,7 +183,15 @@ class Workspace:
 
     def client(self, budget: Budget, token: CancelToken) -> TeamVaultClient:
         """A client for one call (or the schema load), on the shared pool."""
-        return open_client(self.config, budget, token, clock=self.clock, policy=self.policy, pool=self.http_pool())
+        return open_client(
+            self.config,
+            budget,
+            token,
+            clock=self.clock,
+            policy=self.policy,
+            pool=self.http_pool(),
+            observer=self.observer,
+        )
 
     def cache_for(self, project_id: str) -> ContentCache | None:
         """The disk cache of one project's note contents (None when TEAM_VAULT_CACHE_DIR=off)."""
@@ -298,12 +310,20 @@ def open_client(
     clock: Clock,
     policy: RetryPolicy,
     pool: HttpPool | None = None,
+    observer: VaultObserver = NO_OBSERVER,
 ) -> TeamVaultClient:
     """A client on ``config``'s server and key: on ``pool``, or on a pool of its own that it closes with itself."""
     from teamvault_mcp.vault.client import TeamVaultClient  # `requests` is loaded by the first call, not at start
 
     return TeamVaultClient(
-        config.base_url, config.api_key, budget=budget, token=token, clock=clock, policy=policy, pool=pool
+        config.base_url,
+        config.api_key,
+        budget=budget,
+        token=token,
+        clock=clock,
+        policy=policy,
+        pool=pool,
+        observer=observer,
     )
 
 

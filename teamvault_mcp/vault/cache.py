@@ -519,6 +519,12 @@ class ProjectCaches:
                 cache = self._caches[project_id] = self._root.namespace(f"{self._server}\0{project_id}")
             return cache
 
+    def lookups(self) -> tuple[int, int]:
+        """(hits, misses) of every project's content cache so far (read by ``serve --http --metrics``)."""
+        with self._lock:
+            caches = list(self._caches.values())
+        return sum(cache.hits for cache in caches), sum(cache.misses for cache in caches)
+
     def index_for(self, project_id: str, facts_version: int) -> IndexStore:
         """The project's persistent index, beside its content cache (made by its first use)."""
         cache = self.for_project(project_id)

@@ -36,6 +36,7 @@ from teamvault_mcp.vault.answers import (
     server_words,
 )
 from teamvault_mcp.vault.interrupt import CancelToken
+from teamvault_mcp.vault.observer import NO_OBSERVER, VaultObserver
 from teamvault_mcp.vault.records import VaultFile, VaultProject, VaultUser, VaultVersion
 from teamvault_mcp.vault.retry import Budget, Clock, RequestFailure, RetryPolicy, parse_retry_after, run_with_retries
 from teamvault_mcp.vault.transport import Answer, HttpPool, HttpSession
@@ -59,8 +60,10 @@ class TeamVaultClient:
         clock: Clock,
         policy: RetryPolicy,
         pool: HttpPool | None = None,
+        observer: VaultObserver = NO_OBSERVER,
     ) -> None:
         self._base_url = base_url
+        self._observer = observer  # told of each attempt and retry (``serve --http --metrics``)
         self._api_key = api_key
         self._budget = budget
         self._token = token
@@ -99,6 +102,7 @@ class TeamVaultClient:
             clock=self._clock,
             policy=self._policy,
             pool=self._pool,
+            observer=self._observer,
         )
         twin._idempotency_key = self.idempotency_key
         twin._write_attempts = self._write_attempts
@@ -323,7 +327,13 @@ class TeamVaultClient:
         if write:
             all_headers["Idempotency-Key"] = self.idempotency_key
 
+        tries = 0
+
         def attempt(limit: float, number: int) -> Answer:
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                self._observer.retry(method)
             started = time.perf_counter()
             if write:
                 self._write_attempts[0] += 1
@@ -371,6 +381,8 @@ class TeamVaultClient:
         return answer
 
     def _log_attempt(self, method: str, path: str, outcome: str, started: float, number: int, write: bool) -> None:
+        """An attempt's end, told to the observer and logged at debug level."""
+        self._observer.attempt(method, outcome)
         if log.isEnabledFor(logging.DEBUG):
             key = f" key={self.idempotency_key}" if write else ""
             ms = (time.perf_counter() - started) * 1000
