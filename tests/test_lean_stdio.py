@@ -373,7 +373,10 @@ def test_no_flag_of_a_shared_stdin_or_stdout_changes_while_serving_or_after(tmp_
             with os.fdopen(write_in, "wb", buffering=0) as host_in, os.fdopen(read_out, "rb", buffering=0) as host_out:
                 host_in.write(f"{INITIALIZE}\n{INITIALIZED}\n{ping(2)}\n".encode())
                 got = b""
-                while got.count(b"\n") < 2:
+                deadline = time.monotonic() + GENEROUS
+                while got.count(b"\n") < 2:  # the parent holds the write end too: a dead child is no EOF
+                    ready, _, _ = select.select([host_out], [], [], max(0.0, deadline - time.monotonic()))
+                    assert ready, too_slow("the answers to initialize and ping", GENEROUS)
                     got += host_out.read(65536)
                 during = {name: flags(fd) for name, fd in shared.items()}
                 host_in.close()
@@ -456,13 +459,18 @@ def test_after_ctrl_c_the_server_ends_as_a_program_does_not_by_os_exit(tmp_path:
         cwd=ROOT,
     )
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    process.stdin.write(f"{INITIALIZE}\n".encode())
-    process.stdin.flush()
-    assert b'"serverInfo"' in process.stdout.readline()
-    process.send_signal(signal.SIGINT)
-    code = process.wait(timeout=GENEROUS)
-    process.stdin.close()
-    process.stdout.close()
+    try:
+        process.stdin.write(f"{INITIALIZE}\n".encode())
+        process.stdin.flush()
+        assert b'"serverInfo"' in process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=GENEROUS)
+    finally:  # a child that did not end is not left to a later test (as a ResourceWarning there)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
+        process.stdout.close()
     with process.stderr:
         stderr = process.stderr.read().decode()
     assert code == 130

@@ -7,16 +7,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from teamvault_mcp.commands.shared import PROG, configure_logging, log_level
+from teamvault_mcp.commands.signals import SignalWait
 
 if TYPE_CHECKING:
     from teamvault_mcp.localvault import LocalVault
@@ -153,20 +151,13 @@ def local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             f"{PROG}: warning: listening on {args.host}, not on loopback: anyone who can reach this address "
             "and has the key can read and change the vault\n"
         )
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    vault.start()
-    sys.stdout.write(
-        f"TEAM_VAULT_URL={vault.url}\nTEAM_VAULT_API_KEY={vault.api_key}\nTEAM_VAULT_PROJECT_ID={vault.project_id}\n"
-    )
-    sys.stdout.flush()
-    sys.stderr.write(f"{PROG}: local vault serving {args.data} at {vault.url}; SIGINT or SIGTERM stops it\n")
-    while not stop.wait(3600):
-        pass
-    vault.stop()
+    with SignalWait() as signals:
+        vault.start()
+        sys.stdout.write(
+            f"TEAM_VAULT_URL={vault.url}\nTEAM_VAULT_API_KEY={vault.api_key}\nTEAM_VAULT_PROJECT_ID={vault.project_id}\n"
+        )
+        sys.stdout.flush()
+        sys.stderr.write(f"{PROG}: local vault serving {args.data} at {vault.url}; SIGINT or SIGTERM stops it\n")
+        signals.wait()
+        vault.stop()  # a second signal meanwhile changes nothing
     return 0

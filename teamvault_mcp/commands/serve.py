@@ -9,9 +9,9 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from types import FrameType
 
 from teamvault_mcp.commands.shared import PROG, collector_held_off, config_failure, configure_logging
+from teamvault_mcp.commands.signals import SignalWait
 from teamvault_mcp.config import load_config
 from teamvault_mcp.errors import ConfigError
 from teamvault_mcp.vault.ahead import ConnectionsAhead
@@ -61,43 +61,34 @@ def serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     # stdin in a worker thread that a signal does not wake, so under asyncio's own handling the first Ctrl-C
     # was ignored and the second ended in a traceback.
     stop = ServeStop()
-    ended = threading.Event()
-    signals: list[int] = []
     failures: list[BaseException] = []
 
-    def run() -> None:
-        try:
-            serve(config, stop, ahead)
-        except BaseException as error:  # handed to the main thread, which raises it as before
-            failures.append(error)
-        finally:
-            ended.set()
+    def again(first: int) -> None:  # a second Ctrl-C while the calls in flight are being cancelled: stop waiting
+        raise ServerStopped(first, stop.cancelled_calls, waited=False, ended=False)
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if signals:  # a second Ctrl-C while the calls in flight are being cancelled: stop waiting for them
-            raise ServerStopped(signals[0], stop.cancelled_calls, waited=False, ended=False)
-        signals.append(signum)
-        ended.set()
+    with SignalWait(again) as signals:
 
-    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-    server = threading.Thread(target=run, name="teamvault-mcp serve", daemon=True)
-    server.start()
-    while not ended.wait(3600):
-        pass
-    if not signals:  # the host closed stdin
-        server.join()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if failures:
-            raise failures[0]
-        return 0
-    stop.request()
-    ended_in_time = stop.calls_ended.wait(CANCEL_GRACE + 1)
-    # On the lean transport serve then returns; on the SDK's, a thread still reads stdin.
-    server.join(CANCEL_GRACE + 1 if ended_in_time and stop.returns else 0)
-    for signum, handler in previous.items():
-        signal.signal(signum, handler)
-    raise ServerStopped(signals[0], stop.cancelled_calls, waited=ended_in_time, ended=not server.is_alive())
+        def run() -> None:
+            try:
+                serve(config, stop, ahead)
+            except BaseException as error:  # handed to the main thread, which raises it as before
+                failures.append(error)
+            finally:
+                signals.wake()
+
+        server = threading.Thread(target=run, name="teamvault-mcp serve", daemon=True)
+        server.start()
+        signum = signals.wait()
+        if signum is None:  # the host closed stdin
+            server.join()
+            if failures:
+                raise failures[0]
+            return 0
+        stop.request()
+        ended_in_time = stop.calls_ended.wait(CANCEL_GRACE + 1)
+        # On the lean transport serve then returns; on the SDK's, a thread still reads stdin.
+        server.join(CANCEL_GRACE + 1 if ended_in_time and stop.returns else 0)
+    raise ServerStopped(signum, stop.cancelled_calls, waited=ended_in_time, ended=not server.is_alive())
 
 
 def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -140,30 +131,22 @@ def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         service.run()
         return 0
-    signals: list[int] = []
-    ended = threading.Event()
+    with SignalWait() as signals:
 
-    def run() -> None:
-        try:
-            service.run()
-        finally:
-            ended.set()
+        def run() -> None:
+            try:
+                service.run()
+            finally:
+                signals.wake()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        signals.append(signum)
+        server = threading.Thread(target=run, name="teamvault-mcp serve --http", daemon=True)
+        server.start()
+        signum = signals.wait()
         service.stop()
-
-    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-    server = threading.Thread(target=run, name="teamvault-mcp serve --http", daemon=True)
-    server.start()
-    while not ended.wait(3600):
-        pass
-    server.join()
-    for signum, handler in previous.items():
-        signal.signal(signum, handler)
-    if signals:
-        sys.stderr.write(f"{PROG}: stopped by {signal.Signals(signals[0]).name}\n")
-        return 128 + signals[0]
+        server.join()
+    if signum is not None:
+        sys.stderr.write(f"{PROG}: stopped by {signal.Signals(signum).name}\n")
+        return 128 + signum
     return 0
 
 
