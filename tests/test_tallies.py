@@ -11,11 +11,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from mcp import Client
 from support.fakes import FakeClock
 from support.seeding import deletes_as, put
-from support.sessions import call_once, open_session, runner_on
+from support.sessions import open_session, runner_on
 
 from teamvault_mcp.localvault import LocalVault
+from teamvault_mcp.server.protocol import build_server
 from teamvault_mcp.text.noteindex import FactsIndex
 from teamvault_mcp.text.tally import TagShare, TagTally, TaskShare
 
@@ -56,7 +58,10 @@ def note_text(rng: random.Random) -> str:
 
 
 async def answers(runner: Any) -> list[tuple[str, bool, Any]]:
-    return [await call_once(runner, tool, **arguments) for tool, arguments in CALLS]
+    """Every call of :data:`CALLS`, through one client (a handshake per call made this test a tenth of the suite)."""
+    async with Client(build_server(runner), mode="legacy") as client:
+        results = [await client.call_tool(tool, arguments) for tool, arguments in CALLS]
+    return [(result.content[0].text, result.is_error, result.structured_content) for result in results]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
