@@ -7,6 +7,7 @@ token is kept out of ``repr`` and out of every message. :class:`HttpStartError` 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ class HttpConfig:
         return f"{scheme}://{host}:{self.port}/mcp"
 
 
+@functools.lru_cache(maxsize=256)  # asked on every request (the bind's and the Host header's): 10 µs of parsing each
 def is_loopback_host(host: str) -> bool:
     """Whether ``host`` (an address or ``localhost``) is this machine only."""
     import ipaddress

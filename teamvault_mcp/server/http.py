@@ -350,7 +350,7 @@ class HttpFront:
     def _host_allowed(self, host: str | None) -> bool:
         if host is None:
             return False
-        name = urlsplit(f"//{host}").hostname or ""
+        name = _host_name(host)
         return is_loopback_host(name) or name in self._allowed_hosts
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -385,6 +385,11 @@ async def _cancel_when_client_goes(ctx: Any, call_next: Callable[[Any], Awaitabl
         log.info("a tool call was cancelled: its client went away")
         return {"content": [{"type": "text", "text": "Cancelled: the client went away."}], "isError": True}
     return result
+
+
+@functools.lru_cache(maxsize=256)  # every request's Host header; a client sends the same one each time
+def _host_name(host: str) -> str:
+    return urlsplit(f"//{host}").hostname or ""
 
 
 async def _answer(
@@ -452,6 +457,7 @@ class HttpService:
                 log_config=None,
                 log_level="warning",
                 access_log=False,
+                proxy_headers=False,  # nothing reads the client's address from the scope: no X-Forwarded-* to trust
                 lifespan="on",
                 http=guarded_protocol(self.guard),  # head deadline and connection caps (http_limits.py)
                 ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
