@@ -7,6 +7,8 @@ is off (``prefetch=False``): the tests count the vault's listing requests.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,26 @@ async def test_find_notes_keeps_a_big_vaults_listing_for_the_calls_after_it(vaul
         await session.ok_text("note_links", path="people/ada.md")
         await session.ok_text("find_notes", query="ada")
         assert listings(vault) - before == 1
+
+
+async def test_a_listing_past_its_window_is_let_go_and_nothing_else_keeps_it_alive(
+    vault: LocalVault, tmp_path: Path
+) -> None:
+    # The tallies and the index store each held the last listing they saw: five were alive at 20,000 notes.
+    clock = FakeClock()
+    async with session_on(vault, clock=clock, cache_dir=tmp_path / "cache", prefetch=False) as session:
+        big(session)
+        kept = session.runner.workspace.kept_listings
+        await session.ok_text("list_tags")
+        await session.ok_text("list_tasks")
+        await session.ok_text("search_notes", query="budget")
+        first = kept.reusable(vault.project_id)
+        assert first is not None
+        gone = weakref.ref(first)
+        del first
+        clock.advance(2.5)
+        assert kept.reusable(vault.project_id) is None  # past its moment: dropped as soon as that is seen,
+        gc.collect()
+        assert gone() is None  # before the next listing is made (two big listings were alive at once)
+        await session.ok_text("note_links", path="people/ada.md")  # lists again
+        assert kept.reusable(vault.project_id) is not None  # the new one is kept for its moment

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from teamvault_mcp.text.lastseen import LastSeen
 from teamvault_mcp.text.properties import own_fields
 from teamvault_mcp.text.tags import NoteTags, tag_key, tag_levels
 from teamvault_mcp.text.tasks import Task
@@ -144,7 +145,8 @@ class Tally(Generic[Share]):
         #: Counts every share taken or dropped: a tally checked against a listing, and unchanged since, is still true
         #: of it (a big vault's listing is reused for a moment, ``listings.py``).
         self._changes = 0
-        self._checked: tuple[object, str | None, int, int] | None = None
+        self._checked: tuple[str | None, int, int] | None = None  # prefix, changes, notes of the listing seen
+        self._checked_listing = LastSeen()  # weakly: a tally keeps no listing alive
 
     def __len__(self) -> int:
         return len(self._shares)
@@ -170,16 +172,17 @@ class Tally(Generic[Share]):
     def checked(self, listing: object, prefix: str | None, notes: int) -> None:
         """Say that the tally was just brought up to date with ``listing`` (of ``notes`` notes under ``prefix``)."""
         with self._lock:
-            self._checked = (listing, prefix, self._changes, notes)
+            self._checked = (prefix, self._changes, notes)
+            self._checked_listing.remember(listing)
 
     def still(self, listing: object, prefix: str | None) -> int | None:
         """The number of notes of ``listing`` under ``prefix`` when the tally was last brought up to date with this
         very listing (the same object) and has not changed since; None otherwise."""
         with self._lock:
             last = self._checked
-            if last is None or last[0] is not listing or last[1] != prefix or last[2] != self._changes:
+            if last is None or not self._checked_listing.is_same(listing) or last[:2] != (prefix, self._changes):
                 return None
-            return last[3]
+            return last[2]
 
     def take(self, path: str, content_hash: str, share: Share) -> None:
         """The share of the note at ``path``, made from the content with ``content_hash``."""

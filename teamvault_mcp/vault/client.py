@@ -37,7 +37,7 @@ from teamvault_mcp.vault.answers import (
 )
 from teamvault_mcp.vault.interrupt import CancelToken
 from teamvault_mcp.vault.observer import NO_OBSERVER, VaultObserver
-from teamvault_mcp.vault.records import VaultFile, VaultProject, VaultUser, VaultVersion
+from teamvault_mcp.vault.records import VaultFile, VaultListing, VaultProject, VaultUser, VaultVersion
 from teamvault_mcp.vault.retry import Budget, Clock, RequestFailure, RetryPolicy, parse_retry_after, run_with_retries
 from teamvault_mcp.vault.transport import Answer, HttpPool, HttpSession
 
@@ -166,7 +166,7 @@ class TeamVaultClient:
         if not isinstance(records, list):
             raise self._unexpected("GET", api_path, "no 'files' list")
         try:
-            return [VaultFile.from_json(record) for record in records]
+            return VaultListing([VaultFile.from_json(record) for record in records])
         except ValueError as exc:
             raise self._unexpected("GET", api_path, str(exc)) from exc
 

@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from teamvault_mcp.text import linkdb
+from teamvault_mcp.text.lastseen import LastSeen
 from teamvault_mcp.text.noteindex import ListedFile, ListingRow
 from teamvault_mcp.vault import terms_db
 
@@ -89,7 +90,7 @@ class IndexStore:
         self._connection: sqlite3.Connection | None = None
         self._failed = False  # could not be opened even afresh: off for this process
         self._listing_digest: int | None = None
-        self._listing_saved: Sequence[ListedFile] | None = None  # the listing those rows came from
+        self._listing_saved = LastSeen()  # the listing those rows came from, weakly: kept alive by its users only
         #: Files found foreign or corrupt and made again: how tests see a rebuild.
         self.rebuilt = 0
         #: Which file the open connection is on: a count of the files made again (what was read of the last one
@@ -139,12 +140,12 @@ class IndexStore:
     def save_listing(self, files: Sequence[ListedFile]) -> None:
         """Keep the project's whole listing (when it differs from the last one kept by this process), and drop
         the facts of contents no note has any more: the file holds one vault's facts, not its history."""
-        if files is self._listing_saved:  # a listing reused by several calls (``listings.py``): kept once
+        if self._listing_saved.is_same(files):  # a listing reused by several calls (``listings.py``): kept once
             return
         rows = [(file.path, file.id, file.content_hash, file.size, file.updated_at) for file in files]
         digest = hash(tuple(rows))
         if digest == self._listing_digest:
-            self._listing_saved = files
+            self._listing_saved.remember(files)
             return
         with self.session() as connection:
             if connection is None:
@@ -156,7 +157,7 @@ class IndexStore:
                 )
                 connection.execute("DELETE FROM facts WHERE hash NOT IN (SELECT content_hash FROM notes)")
             self._listing_digest = digest
-            self._listing_saved = files
+            self._listing_saved.remember(files)
 
     def listing(self) -> list[ListingRow]:
         """The last whole listing kept, by path."""
@@ -219,7 +220,7 @@ class IndexStore:
         self.rebuilt += 1
         self.generation += 1
         self._listing_digest = None
-        self._listing_saved = None
+        self._listing_saved.forget()
 
     def _open(self) -> sqlite3.Connection | None:
         try:

@@ -100,7 +100,12 @@ class KeptListings:
         now = self._clock.monotonic()
         with self._lock:
             kept = self._kept.get((project_id, include_deleted))
-            if kept is None or now - kept.asked_at > self.reuse_seconds:
+            if kept is None:
+                return None
+            if now - kept.asked_at > self.reuse_seconds:
+                # Past its moment: let it go (and what was worked out of it) before the next listing is made, so
+                # that two big listings are not alive at once.
+                del self._kept[(project_id, include_deleted)]
                 return None
             self.reused += 1
             return kept.files

@@ -66,6 +66,13 @@ class VaultFile(NamedTuple):
         )
 
 
+class VaultListing(list[VaultFile]):
+    """A listing as the client returns it: a list that can be referenced weakly, so that what remembers having
+    seen one (``text/lastseen.py``) does not keep it alive."""
+
+    __slots__ = ("__weakref__",)
+
+
 def _usual_record(raw: Any) -> VaultFile | None:
     """The record as :meth:`VaultFile.from_json` reads it, when every field is already of its type (as the server
     sends them): one step, where the general reading takes a call per field (a listing of 100,000 files took
