@@ -70,3 +70,24 @@ def test_again_may_raise_to_end_a_wait_that_has_gone_on_too_long() -> None:
         assert signals.wait() == signal.SIGTERM
         signal.raise_signal(signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) != signals._handle
+
+
+def test_a_thread_stuck_at_exit_does_not_keep_a_stopped_process_alive() -> None:
+    # The interpreter waits at exit for every thread that is not a daemon: one stuck for ever would hold it.
+    program = (
+        "import threading\n"
+        "from teamvault_mcp.commands.signals import end_within\n"
+        "stuck = threading.Thread(target=threading.Event().wait, name='stuck-worker')\n"
+        "stuck.start()\n"
+        "end_within(0.5, 7, 'teamvault-mcp')\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, env=child_env(), cwd=ROOT, timeout=GENEROUS
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(too_slow("a stopped process with a stuck thread ending", GENEROUS)) from None
+    assert done.returncode == 7
+    line = done.stderr.decode()
+    assert line.startswith("teamvault-mcp: still running 0.5 s after the stop; ending it (")
+    assert "stuck-worker at threading.py:" in line and "MainThread at threading.py:" in line  # where each stands

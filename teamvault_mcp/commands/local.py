@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from teamvault_mcp.commands.shared import PROG, configure_logging, log_level
-from teamvault_mcp.commands.signals import SignalWait
+from teamvault_mcp.commands.signals import EXIT_GRACE, SignalWait, end_within
 
 if TYPE_CHECKING:
     from teamvault_mcp.localvault import LocalVault
@@ -159,5 +159,6 @@ def local_vault(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         sys.stdout.flush()
         sys.stderr.write(f"{PROG}: local vault serving {args.data} at {vault.url}; SIGINT or SIGTERM stops it\n")
         signals.wait()
+        end_within(EXIT_GRACE, 0, PROG)
         vault.stop()  # a second signal meanwhile changes nothing
     return 0

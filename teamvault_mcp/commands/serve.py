@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 
 from teamvault_mcp.commands.shared import PROG, collector_held_off, config_failure, configure_logging
-from teamvault_mcp.commands.signals import SignalWait
+from teamvault_mcp.commands.signals import EXIT_GRACE, SignalWait, end_within
 from teamvault_mcp.config import load_config
 from teamvault_mcp.errors import ConfigError
 from teamvault_mcp.vault.ahead import ConnectionsAhead
@@ -84,6 +84,7 @@ def serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             if failures:
                 raise failures[0]
             return 0
+        end_within(CANCEL_GRACE + EXIT_GRACE, 128 + signum, PROG)  # whatever a thread is doing, it ends
         stop.request()
         ended_in_time = stop.calls_ended.wait(CANCEL_GRACE + 1)
         # On the lean transport serve then returns; on the SDK's, a thread still reads stdin.
@@ -119,6 +120,7 @@ def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     with collector_held_off():
         from teamvault_mcp.server.http import HttpService
+        from teamvault_mcp.server.runner import CANCEL_GRACE
 
     try:
         service = HttpService(config, options)
@@ -142,6 +144,8 @@ def _serve_http(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         server = threading.Thread(target=run, name="teamvault-mcp serve --http", daemon=True)
         server.start()
         signum = signals.wait()
+        if signum is not None:
+            end_within(CANCEL_GRACE + EXIT_GRACE, 128 + signum, PROG)
         service.stop()
         server.join()
     if signum is not None:

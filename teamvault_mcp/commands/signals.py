@@ -12,11 +12,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Seconds a stopped process may take to end, beyond cancelling its calls, before :func:`end_within` ends it.
+EXIT_GRACE = 5.0
 
 
 class SignalWait:
@@ -68,3 +71,39 @@ class SignalWait:
     def _poke(self) -> None:
         with contextlib.suppress(BlockingIOError):
             os.write(self._write, b"\0")
+
+
+def end_within(seconds: float, exit_code: int, prog: str) -> None:
+    """After a stop signal: end the process with ``exit_code`` if it is still running ``seconds`` from now.
+
+    The stop itself takes milliseconds (the calls in flight up to their grace); but the interpreter waits at exit
+    for every thread that is not a daemon, and a stuck one (in a blocking call of a library's worker pool, say)
+    would keep a stopped server alive for ever. Then this says on stderr which threads, where each stands and
+    where the main thread is, and ends the process without them.
+    """
+
+    def force() -> None:
+        frames = sys._current_frames()
+        stuck = [thread for thread in threading.enumerate() if thread is not threading.current_thread()]
+        where = "; ".join(f"{thread.name} at {_top_of(frames.get(thread.ident or -1))}" for thread in stuck)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"{prog}: still running {seconds:g} s after the stop; ending it ({where})\n")
+            sys.stderr.flush()
+        os._exit(exit_code)
+
+    timer = threading.Timer(seconds, force)
+    timer.name = "teamvault-mcp exit watchdog"
+    timer.daemon = True  # never itself a thread the exit waits for
+    timer.start()
+
+
+def _top_of(frame: FrameType | None) -> str:
+    """The innermost frames of a stack as ``file:line function`` (ours and the library's), innermost first."""
+    if frame is None:
+        return "?"
+    places: list[str] = []
+    while frame is not None and len(places) < 4:
+        code = frame.f_code
+        places.append(f"{os.path.basename(code.co_filename)}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return " < ".join(places)
