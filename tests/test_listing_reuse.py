@@ -173,3 +173,26 @@ async def test_a_listing_past_its_window_is_let_go_and_nothing_else_keeps_it_ali
         assert gone() is None  # before the next listing is made (two big listings were alive at once)
         await session.ok_text("note_links", path="people/ada.md")  # lists again
         assert kept.reusable(vault.project_id) is not None  # the new one is kept for its moment
+
+
+async def test_listings_alive_at_once_share_the_records_of_unchanged_files(vault: LocalVault, tmp_path: Path) -> None:
+    # A listing is ~600 bytes a file of strings; the kept one, the tombstones' and a call's were each a copy.
+    clock = FakeClock()
+    async with session_on(vault, clock=clock, cache_dir=tmp_path / "cache", prefetch=False) as session:
+        big(session)
+        kept = session.runner.workspace.kept_listings
+        await session.ok_text("list_tags")
+        first = kept.reusable(vault.project_id)
+        assert first is not None
+        await session.ok_text("recent_changes", since="7d")  # the listing with the tombstones, a request of its own
+        with_tombstones = kept.reusable(vault.project_id, include_deleted=True)
+        assert with_tombstones is not None and with_tombstones is not first
+        assert {id(file) for file in first} <= {id(file) for file in with_tombstones}
+        clock.advance(2.5)
+        seeding.colleague_writes(vault, "plan.md", "# Plan\n\nchanged\n")
+        await session.ok_text("list_tags")  # lists again, while `first` is still held (here)
+        second = kept.reusable(vault.project_id)
+        assert second is not None and second is not first
+        by_path = {file.path: file for file in first}
+        for file in second:
+            assert (file is by_path[file.path]) == (file.path != "plan.md"), file.path

@@ -91,3 +91,25 @@ def test_a_thread_stuck_at_exit_does_not_keep_a_stopped_process_alive() -> None:
     line = done.stderr.decode()
     assert line.startswith("teamvault-mcp: still running 0.5 s after the stop; ending it (")
     assert "stuck-worker at threading.py:" in line and "MainThread at threading.py:" in line  # where each stands
+
+
+def test_while_the_main_thread_is_still_at_work_the_process_is_only_told_not_ended() -> None:
+    # A stuck step of the stop itself is named; a program that called main() and goes on is not ended under it.
+    program = (
+        "import threading, time\n"
+        "from teamvault_mcp.commands.signals import end_within\n"
+        "end_within(0.2, 7, 'teamvault-mcp')\n"
+        "while any(t.name == 'teamvault-mcp exit watchdog' for t in threading.enumerate()):\n"
+        "    time.sleep(0.01)\n"
+        "print('still here')\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, env=child_env(), cwd=ROOT, timeout=GENEROUS
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(too_slow("the watchdog firing", GENEROUS)) from None
+    assert (done.returncode, done.stdout) == (0, b"still here\n")
+    line = done.stderr.decode()
+    assert line.startswith("teamvault-mcp: still running 0.2 s after the stop; the main thread is still at work (")
+    assert "MainThread at " in line

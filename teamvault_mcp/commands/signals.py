@@ -79,17 +79,23 @@ def end_within(seconds: float, exit_code: int, prog: str) -> None:
     The stop itself takes milliseconds (the calls in flight up to their grace); but the interpreter waits at exit
     for every thread that is not a daemon, and a stuck one (in a blocking call of a library's worker pool, say)
     would keep a stopped server alive for ever. Then this says on stderr which threads, where each stands and
-    where the main thread is, and ends the process without them.
+    where the main thread is, and, once the main thread has ended, ends the process without them.
     """
 
     def force() -> None:
         frames = sys._current_frames()
         stuck = [thread for thread in threading.enumerate() if thread is not threading.current_thread()]
         where = "; ".join(f"{thread.name} at {_top_of(frames.get(thread.ident or -1))}" for thread in stuck)
+        # The main thread is marked ended as the interpreter begins to exit: then only the wait for threads is
+        # left, and this ends it. Alive, it is still at work (a stuck step of the stop, or a program that called
+        # ``main`` and goes on): that is said, and the process is left to it.
+        exiting = not threading.main_thread().is_alive()
         with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(f"{prog}: still running {seconds:g} s after the stop; ending it ({where})\n")
+            action = "ending it" if exiting else "the main thread is still at work"
+            sys.stderr.write(f"{prog}: still running {seconds:g} s after the stop; {action} ({where})\n")
             sys.stderr.flush()
-        os._exit(exit_code)
+        if exiting:
+            os._exit(exit_code)
 
     timer = threading.Timer(seconds, force)
     timer.name = "teamvault-mcp exit watchdog"

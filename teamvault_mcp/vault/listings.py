@@ -11,6 +11,10 @@ that starts within ``TEAM_VAULT_LISTING_REUSE`` seconds (default 2, ``config.py`
 ``0``: never) of that listing's request answers from it, a folder's calls too (a folder's call
 without one asks for that folder only, and keeps nothing).
 
+Listings alive at once (the kept one, the tombstones', one a call still holds) share their records: a new whole
+listing takes, for each file unchanged since the project's last listing still alive, that listing's own record
+(:meth:`KeptListings._shared`), so each unchanged file's strings are in memory once.
+
 ``recent_changes`` keeps its listing with the tombstones (``includeDeleted``) the same way, apart; and
 ``find_notes``, which needs only the paths, asks for the whole listing (and keeps it) once the project's last
 one was big (:meth:`KeptListings.was_big`). What the tools work out from a kept listing that depends on it
@@ -28,9 +32,12 @@ many seconds late. ``list_notes`` and the uncertain-outcome checks always ask th
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from teamvault_mcp.vault.records import VaultListing
 
 if TYPE_CHECKING:
     from teamvault_mcp.vault.client import TeamVaultClient
@@ -64,6 +71,7 @@ class KeptListings:
         self._kept: dict[tuple[str, bool], _Kept] = {}  # by (project, tombstones included)
         self._big: set[str] = set()  # the projects whose last whole listing had min_files or more
         self._writes = 0  # how many times a write made the kept listings stale
+        self._last: dict[str, weakref.ref[list[VaultFile]]] = {}  # each project's last whole listing, weakly
         self._lock = threading.Lock()
         #: Listings answered from a kept one: how tests see a reuse.
         self.reused = 0
@@ -82,7 +90,7 @@ class KeptListings:
             return kept if prefix is None else [file for file in kept if file.path.startswith(prefix)]
         if prefix is not None:  # one folder: less to ask for than the whole
             return client.list_files(project_id, prefix=prefix, include_deleted=include_deleted)
-        files = client.list_files(project_id, include_deleted=include_deleted)
+        files = self._shared(project_id, client.list_files(project_id, include_deleted=include_deleted))
         key = (project_id, include_deleted)
         with self._lock:
             self._kept.pop(key, None)
@@ -93,6 +101,26 @@ class KeptListings:
                 self._kept[key] = _Kept(files, asked_at)
                 while len(self._kept) > 2 * PROJECTS_KEPT:
                     del self._kept[next(iter(self._kept))]
+        return files
+
+    def _shared(self, project_id: str, files: list[VaultFile]) -> list[VaultFile]:
+        """``files`` with each record that is unchanged since the project's last whole listing still alive (kept,
+        or held by a call) replaced by that listing's own object: a listing is some 600 bytes a file of strings,
+        and the listings alive at once (the kept one, the tombstones', a call's) then share them."""
+        with self._lock:
+            ref = self._last.get(project_id)
+        before = ref() if ref is not None else None
+        if before is not None:
+            by_id = {file.id: file for file in before}
+            files = VaultListing([old if (old := by_id.get(file.id)) == file else file for file in files])
+        try:
+            made = weakref.ref(files)
+        except TypeError:  # not a VaultListing (a stand-in client's): shared with nothing
+            return files
+        with self._lock:
+            self._last[project_id] = made
+            while len(self._last) > 2 * PROJECTS_KEPT:
+                del self._last[next(iter(self._last))]
         return files
 
     def reusable(self, project_id: str, *, include_deleted: bool = False) -> list[VaultFile] | None:
