@@ -5,6 +5,8 @@ lock inside the ``threading.Event`` it is waiting on. A handler that sets such a
 its own thread holds, for ever: the process hung after Ctrl-C, now and then, on a loaded machine. So the
 handler here takes no lock: it notes the signal and writes a byte to a pipe, and the main thread waits by
 reading that pipe (a read a signal interrupts is resumed, PEP 475, and finds the byte).
+
+After the signal, :func:`end_within` bounds how long the stopped process may take to end.
 """
 
 from __future__ import annotations
