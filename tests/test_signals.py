@@ -17,6 +17,16 @@ from support.waiting import GENEROUS, too_slow
 from teamvault_mcp.commands.signals import SignalWait
 
 
+def run_child(program: str, what: str) -> subprocess.CompletedProcess[bytes]:
+    """``program`` run by this Python in a child; a child that does not end is a failure naming ``what``."""
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, env=child_env(), cwd=ROOT, timeout=GENEROUS
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(too_slow(what, GENEROUS)) from None
+
+
 def test_a_signal_while_the_main_thread_holds_the_waits_lock_is_taken_at_once() -> None:
     # In a child: were the handler to take the lock the main thread holds, the child would hang, not this suite.
     program = (
@@ -27,12 +37,7 @@ def test_a_signal_while_the_main_thread_holds_the_waits_lock_is_taken_at_once() 
         "        signal.raise_signal(signal.SIGTERM)  # the handler runs here, inside the held lock\n"
         "    print(signals.wait())\n"
     )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", program], capture_output=True, env=child_env(), cwd=ROOT, timeout=GENEROUS
-        )
-    except subprocess.TimeoutExpired:
-        raise AssertionError(too_slow("a signal taken while a lock is held", GENEROUS)) from None
+    done = run_child(program, "a signal taken while a lock is held")
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode() == f"{int(signal.SIGTERM)}\n"
 
@@ -81,12 +86,7 @@ def test_a_thread_stuck_at_exit_does_not_keep_a_stopped_process_alive() -> None:
         "stuck.start()\n"
         "end_within(0.5, 7, 'teamvault-mcp')\n"
     )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", program], capture_output=True, env=child_env(), cwd=ROOT, timeout=GENEROUS
-        )
-    except subprocess.TimeoutExpired:
-        raise AssertionError(too_slow("a stopped process with a stuck thread ending", GENEROUS)) from None
+    done = run_child(program, "a stopped process with a stuck thread ending")
     assert done.returncode == 7
     line = done.stderr.decode()
     assert line.startswith("teamvault-mcp: still running 0.5 s after the stop; ending it (")
@@ -103,12 +103,7 @@ def test_while_the_main_thread_is_still_at_work_the_process_is_only_told_not_end
         "    time.sleep(0.01)\n"
         "print('still here')\n"
     )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", program], capture_output=True, env=child_env(), cwd=ROOT, timeout=GENEROUS
-        )
-    except subprocess.TimeoutExpired:
-        raise AssertionError(too_slow("the watchdog firing", GENEROUS)) from None
+    done = run_child(program, "the watchdog firing")
     assert (done.returncode, done.stdout) == (0, b"still here\n")
     line = done.stderr.decode()
     assert line.startswith("teamvault-mcp: still running 0.2 s after the stop; the main thread is still at work (")
